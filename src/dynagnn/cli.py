@@ -1,0 +1,148 @@
+"""Command line: one sub-command per stage, each a thin front over the library.
+
+    python -m dynagnn ingest  --config config.yaml --dataset collegemsg --out results/collegemsg/store.zarr
+    python -m dynagnn stats   results/collegemsg/store.zarr --out results/collegemsg/stats.parquet
+    python -m dynagnn info    results/collegemsg/store.zarr
+
+Errors in the input (a missing file, a malformed row, a config typo, a store of another version)
+print one line naming what is wrong and exit with status 2; nothing half-written is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .errors import ConfigError, DynagnnError
+
+log = logging.getLogger("dynagnn")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dynagnn",
+        description="Fast training of dynamic graph neural networks: the stages of the dynagnn workflow. "
+                    "Snakemake runs them for you (`snakemake --cores N`); each also runs alone.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `python -m dynagnn <stage> --help` for a stage's options.")
+    p.add_argument("--version", action="version", version=f"dynagnn {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
+    sub = p.add_subparsers(dest="stage", required=True, metavar="stage")
+
+    ing = sub.add_parser("ingest", help="read (or generate) a dataset into a Zarr snapshot store",
+                         description="Read a temporal graph (or generate one), cut it into snapshots and "
+                                     "write the snapshot store. The dataset is an entry of config.yaml "
+                                     "(--config with --dataset) or given inline as JSON (--spec).")
+    src = ing.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", type=Path, help="config.yaml holding the dataset's entry")
+    src.add_argument("--spec", help="the dataset's entry as JSON (what the workflow passes)")
+    ing.add_argument("--dataset", required=True, help="dataset name (the key under `datasets:`)")
+    ing.add_argument("--out", type=Path, help="store path (default: results/<dataset>/store.zarr)")
+    ing.add_argument("--threads", type=int, default=1, help="Dask threads for discretising and writing (default 1)")
+
+    st = sub.add_parser("stats", help="per-snapshot statistics of a store, on Dask, with a figure",
+                        description="Per-snapshot active vertices, edges, degree summary and change against "
+                                    "the previous snapshot, computed in parallel on a Dask cluster; a "
+                                    "Parquet table and a figure of the load variation.")
+    st.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
+    st.add_argument("--out", type=Path, required=True, help="output Parquet file")
+    st.add_argument("--figure", type=Path, help="output figure (PNG; a PDF is written beside it)")
+    st.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
+    st.add_argument("--scheduler", help="address of an existing Dask scheduler (default: "
+                                        "$DASK_SCHEDULER_ADDRESS, else a LocalCluster)")
+    st.add_argument("--threads-only", action="store_true", help="LocalCluster of threads, not processes")
+
+    info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
+    info.add_argument("store", type=Path)
+    info.add_argument("--json", action="store_true", help="print the attributes as JSON")
+
+    chk = sub.add_parser("check-config", help="validate a config file and print it with defaults filled in")
+    chk.add_argument("config", type=Path)
+    return p
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+
+
+def cmd_ingest(args) -> None:
+    from .config import check_dataset, dataset_spec, load_config, validate
+    from .data.ingest import ingest
+
+    if args.config:
+        spec = dataset_spec(load_config(args.config), args.dataset)
+    else:
+        try:
+            spec = json.loads(args.spec)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--spec is not valid JSON: {exc}") from exc
+        spec = validate({"datasets": {args.dataset: spec}})["datasets"][args.dataset]
+        check_dataset(args.dataset, spec)
+    out = args.out or Path("results") / args.dataset / "store.zarr"
+    ingest(spec, out, name=args.dataset, threads=args.threads)
+
+
+def cmd_stats(args) -> None:
+    from .analysis.stats import compute_stats, dask_client, write_stats
+    from .data.store import open_store
+    from .report.figures import load_variation
+
+    store = open_store(args.store)
+    t0 = time.perf_counter()
+    with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
+        df = compute_stats(args.store, client, progress=not args.quiet)
+    log.info("statistics of %d snapshots in %.2fs", len(df), time.perf_counter() - t0)
+    write_stats(df, args.out, store.checksum)
+    if args.figure:
+        load_variation(df, args.figure, title=f"{store.attrs.get('name', '')}: N={store.num_nodes}, "
+                                               f"T={store.num_snapshots}")
+
+
+def cmd_info(args) -> None:
+    from .data.store import open_store
+
+    store = open_store(args.store)
+    if args.json:
+        print(json.dumps(store.attrs, indent=2, sort_keys=True, default=str))
+        return
+    a = store.attrs
+    print(f"{store.path}: {a.get('name')} (schema {a['schema_version']}, checksum {a['checksum'][:12]})")
+    print(f"  nodes {store.num_nodes}, snapshots {store.num_snapshots}, edges {int(store.offsets[-1])}, "
+          f"events {a.get('num_events', 0)}, empty snapshots {a.get('empty_snapshots', 0)}")
+    print(f"  directed {store.directed}, time unit {a.get('time_unit')}, times {store.times[:1]}..{store.times[-1:]}")
+    for name in ("events/features", "features/x", "labels/y", "nodes/id"):
+        if store.has(name):
+            arr = store.root[name]
+            print(f"  {name}: {arr.dtype} {arr.shape}")
+
+
+def cmd_check_config(args) -> None:
+    from .config import load_config
+
+    import yaml
+    print(yaml.safe_dump(load_config(args.config), sort_keys=False), end="")
+
+
+COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "info": cmd_info, "check-config": cmd_check_config}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _setup_logging(args.verbose, args.quiet)
+    try:
+        COMMANDS[args.stage](args)
+    except DynagnnError as exc:
+        print(f"dynagnn {args.stage}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"dynagnn {args.stage}: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,109 @@
+"""Loading and validating config.yaml against the JSON schema, with defaults filled in.
+
+The schema is package data (``dynagnn/schemas/config.schema.yaml``); the workflow's
+``workflow/schemas/config.schema.yaml`` is a link to it, so Snakemake and the library validate
+against one file. Checks a schema cannot express (a time window needs a width) are in
+:func:`check_dataset`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .errors import ConfigError
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(resources.files("dynagnn").joinpath("schemas/config.schema.yaml").read_text())
+
+
+def _with_defaults(cls):
+    """A validator class that fills in the schema's defaults while it validates (jsonschema FAQ)."""
+    validate_properties = cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(err.schema.get("properties", {}))
+        unknown = [k for k in err.instance if k not in allowed]
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(str(k), allowed, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return f"config key {where}: unknown key {', '.join(hints)}; allowed: {', '.join(allowed)}"
+    return f"config key {where}: {err.message}"
+
+
+def validate(config: dict[str, Any]) -> dict[str, Any]:
+    """Validate a config (a dict as read from YAML) and return a copy with the defaults filled in.
+
+    Raises ConfigError naming the first offending key and what was expected.
+    """
+    schema = load_schema()
+    cfg = copy.deepcopy(config) if config is not None else {}
+    cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(cls(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError(_message(errors[0]))
+    for name, spec in cfg["datasets"].items():
+        check_dataset(name, spec)
+    return cfg
+
+
+def check_dataset(name: str, spec: dict[str, Any]) -> None:
+    """Cross-field rules of one dataset entry."""
+    fmt = spec["format"]
+    where = f"config key datasets.{name}"
+    if fmt == "synthetic":
+        if "generator" not in spec:
+            raise ConfigError(f"{where}: format synthetic needs a generator (blad, esdg or churn)")
+    elif not spec.get("path"):
+        raise ConfigError(f"{where}: format {fmt} needs a path")
+    win = spec.get("snapshots", {})
+    by = win.get("by")
+    if by == "time" and "width" not in win:
+        raise ConfigError(f"{where}.snapshots: by time needs a width (in the source's time unit)")
+    if by == "count" and "size" not in win:
+        raise ConfigError(f"{where}.snapshots: by count needs a size (events per snapshot)")
+    if by is None and fmt not in ("as733", "pyg-temporal-json", "synthetic"):
+        raise ConfigError(f"{where}.snapshots: say how to cut the events: by time (with width) or by count (with size)")
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Read a YAML config, merge ``overrides`` (as Snakemake's --config does) and validate it."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        cfg = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    cfg.update(overrides or {})
+    return validate(cfg)
+
+
+def dataset_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """The validated entry of dataset ``name``."""
+    datasets = config.get("datasets", {})
+    if name not in datasets:
+        raise ConfigError(f"no dataset {name!r} in the config; it has: {', '.join(datasets) or 'none'}")
+    return datasets[name]

@@ -1,0 +1,1 @@
+"""Data: readers of temporal graph sources, synthetic generators, discretisation, the snapshot store."""

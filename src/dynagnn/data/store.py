@@ -1,0 +1,319 @@
+"""The snapshot store: one Zarr v3 group per dataset (layout in DESIGN.md, "Data model").
+
+Writing: every array is cut into chunks along its first axis and Dask tasks each write whole chunks
+(never two writers in one chunk), into a temporary sibling directory that is renamed over the target
+only when complete, so a failed or interrupted ingest leaves the previous store (or nothing) behind.
+Metadata is consolidated, so opening a store reads one document.
+
+Reading: :class:`SnapshotStore` loads only the small arrays (offsets, times) on open; ``edges(t)``,
+``snapshot(t)`` and ``window(t0, t1)`` read only the chunks that hold those snapshots. CSR is built on
+load from the sorted rows with one bincount; it is never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import uuid
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import dask
+import numpy as np
+import zarr
+
+from .. import __version__
+from ..errors import StoreError
+from .types import EventStream, RawGraph, Snapshots
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+EDGE_CHUNK = 1 << 20  # elements per chunk of the 1-D edge and event arrays
+FEATURE_CHUNK_BYTES = 64 << 20
+
+
+
+def file_checksum(paths: Iterable[str | Path]) -> str:
+    """sha256 over the contents of the given files (directories: every file inside, by relative path)."""
+    h = hashlib.sha256()
+    for p in sorted(Path(p) for p in paths):
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()
+
+
+def _index_dtype(num_nodes: int):
+    return np.int32 if num_nodes < 2**31 else np.int64
+
+
+def _chunks_for(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    if len(shape) == 1:
+        return (min(max(shape[0], 1), EDGE_CHUNK),)
+    row_bytes = int(np.prod(shape[1:])) * itemsize
+    if len(shape) == 3:
+        # One snapshot per chunk along time, so a reader of snapshot t touches only its own chunks;
+        # nodes are cut only when one snapshot alone would pass the chunk budget.
+        nodes = max(1, min(shape[1], FEATURE_CHUNK_BYTES // max(shape[2] * itemsize, 1)))
+        return (1, max(nodes, 1), shape[2])
+    rows = max(1, min(shape[0], FEATURE_CHUNK_BYTES // max(row_bytes, 1)))
+    return (rows,) + tuple(shape[1:])
+
+
+class _ChunkWriter:
+    """Collects (array, data) pairs and writes them as Dask tasks that each own whole chunks."""
+
+    def __init__(self, group: zarr.Group):
+        self.group = group
+        self.tasks: list = []
+
+    def add(self, name: str, data: np.ndarray, dims: tuple[str, ...]) -> None:
+        data = np.asarray(data)
+        is_str = data.dtype.kind in "OUS"
+        dtype = str if is_str else data.dtype
+        chunks = _chunks_for(data.shape, 8 if is_str else data.dtype.itemsize)
+        with warnings.catch_warnings():
+            # Variable-length strings (node ids) have no final Zarr v3 spec yet; zarr-python reads them.
+            warnings.simplefilter("ignore")
+            arr = self.group.create_array(name, shape=data.shape, dtype=dtype, chunks=chunks,
+                                          dimension_names=dims, fill_value="" if is_str else 0)
+        if data.size == 0:
+            return
+        per_task = chunks[0] * max(1, (4 * EDGE_CHUNK) // max(int(np.prod(chunks)), 1))
+        for a in range(0, data.shape[0], per_task):
+            self.tasks.append(dask.delayed(_write_slice)(arr, a, data[a:a + per_task]))
+
+    def run(self, threads: int) -> None:
+        if self.tasks:
+            dask.compute(*self.tasks, scheduler="threads", num_workers=max(1, threads))
+
+
+def _write_slice(arr, start: int, block: np.ndarray) -> None:
+    arr[start:start + block.shape[0]] = block
+
+
+def write_store(path: str | Path, raw: RawGraph, snaps: Snapshots, features: np.ndarray | None, *,
+                spec: dict[str, Any], threads: int = 1) -> Path:
+    """Write a dataset to ``path`` (a ``.zarr`` directory), atomically; return the path.
+
+    spec: the ingest settings (format, windows, options), recorded in the attributes and hashed with
+    the source checksum into the store's ``checksum``, the key of everything derived from it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        _write_group(tmp, raw, snaps, features, spec, threads)
+        _replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def _replace(tmp: Path, path: Path) -> None:
+    if path.exists():
+        old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+
+
+def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, threads) -> None:
+    n = snaps.num_nodes
+    root = zarr.open_group(tmp, mode="w")
+    w = _ChunkWriter(root)
+    idx = _index_dtype(n)
+    w.add("snapshots/offsets", snaps.offsets.astype(np.int64), ("snapshot_edge",))
+    w.add("snapshots/row", snaps.row.astype(idx), ("edge",))
+    w.add("snapshots/col", snaps.col.astype(idx), ("edge",))
+    w.add("snapshots/weight", snaps.weight.astype(np.float32), ("edge",))
+    w.add("snapshots/time", snaps.time.astype(np.int64), ("snapshot",))
+    ev = raw.events
+    if ev is not None:
+        w.add("events/src", ev.src.astype(np.int64), ("event",))
+        w.add("events/dst", ev.dst.astype(np.int64), ("event",))
+        w.add("events/t", ev.t, ("event",))
+        if ev.w is not None:
+            w.add("events/w", ev.w.astype(np.float32), ("event",))
+        if ev.label is not None:
+            w.add("events/label", ev.label.astype(np.int64), ("event",))
+        if ev.features is not None:
+            w.add("events/features", ev.features.astype(np.float32), ("event", "feature"))
+    if features is not None:
+        dims = ("snapshot", "node", "feature") if features.ndim == 3 else ("node", "feature")
+        w.add("features/x", features.astype(np.float32), dims)
+    if raw.node_labels is not None:
+        y = np.asarray(raw.node_labels)
+        dims = ("node",) if y.ndim == 1 else ("snapshot", "node") if y.ndim == 2 else ("snapshot", "node", "target")
+        w.add("labels/y", y, dims)
+    w.add("nodes/id", raw.node_ids if raw.node_ids.dtype.kind in "iu" else raw.node_ids.astype(str), ("node",))
+    w.run(threads)
+
+    source_sum = spec.get("source_checksum") or file_checksum(raw.sources)
+    canon = json.dumps({k: v for k, v in spec.items() if k != "source_checksum"}, sort_keys=True, default=str)
+    checksum = hashlib.sha256(f"{SCHEMA_VERSION}\n{source_sum}\n{canon}".encode()).hexdigest()
+    root.attrs.update({
+        "schema_version": SCHEMA_VERSION,
+        "name": raw.name,
+        "source": [str(s) for s in raw.sources] or spec.get("source", ""),
+        "source_checksum": source_sum,
+        "checksum": checksum,
+        "num_nodes": int(n),
+        "num_snapshots": int(snaps.num_snapshots),
+        "num_edges": int(snaps.offsets[-1]),
+        "num_events": 0 if ev is None else len(ev),
+        "empty_snapshots": int(np.count_nonzero(np.diff(snaps.offsets) == 0)),
+        "directed": bool(snaps.directed),
+        "time_unit": raw.time_unit,
+        "spec": json.loads(canon),
+        "dynagnn_version": __version__,
+    })
+    with warnings.catch_warnings():
+        # Consolidated metadata is not in the Zarr v3 spec yet; zarr-python reads it, and we rely on it.
+        warnings.simplefilter("ignore")
+        zarr.consolidate_metadata(tmp)
+
+
+class SnapshotStore:
+    """Lazy reader of a snapshot store.
+
+    Attributes: ``attrs`` (dict), ``num_nodes`` N, ``num_snapshots`` T, ``offsets`` int64 [T+1],
+    ``times`` int64 [T], ``directed``, ``checksum``.
+    """
+
+    REQUIRED = ("snapshots/offsets", "snapshots/row", "snapshots/col", "snapshots/weight", "snapshots/time")
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise StoreError(f"{self.path}: no snapshot store here (run the ingest stage first)")
+        try:
+            self.root = zarr.open_group(self.path, mode="r")
+        except Exception as exc:  # zarr raises several kinds for a non-store directory
+            raise StoreError(f"{self.path}: not a readable Zarr group ({exc})") from exc
+        self.attrs = dict(self.root.attrs)
+        version = self.attrs.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema_version {version!r}, this dynagnn reads version "
+                             f"{SCHEMA_VERSION}; re-run the ingest stage to rebuild it")
+        for name in self.REQUIRED:
+            if name not in self.root:
+                raise StoreError(f"{self.path}: incomplete store, {name} is missing")
+        self.num_nodes = int(self.attrs["num_nodes"])
+        self.num_snapshots = int(self.attrs["num_snapshots"])
+        self.directed = bool(self.attrs["directed"])
+        self.checksum = str(self.attrs["checksum"])
+        self.offsets = np.asarray(self.root["snapshots/offsets"][:], dtype=np.int64)
+        self.times = np.asarray(self.root["snapshots/time"][:], dtype=np.int64)
+        if self.offsets.shape[0] != self.num_snapshots + 1:
+            raise StoreError(f"{self.path}: {self.offsets.shape[0]} offsets for {self.num_snapshots} snapshots")
+
+    def __len__(self) -> int:
+        return self.num_snapshots
+
+    def __repr__(self) -> str:
+        return (f"SnapshotStore({str(self.path)!r}, name={self.attrs.get('name')!r}, N={self.num_nodes}, "
+                f"T={self.num_snapshots}, nnz={int(self.offsets[-1])})")
+
+    def _check(self, t: int) -> int:
+        if not -self.num_snapshots <= t < self.num_snapshots:
+            raise IndexError(f"snapshot {t} out of range for {self.num_snapshots} snapshots")
+        return t % self.num_snapshots
+
+    def edges(self, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row int64 [nnz_t], col int64 [nnz_t], weight float32 [nnz_t]) of snapshot t, sorted by (row, col)."""
+        t = self._check(t)
+        return self._edge_range(int(self.offsets[t]), int(self.offsets[t + 1]))
+
+    def _edge_range(self, a: int, b: int):
+        g = self.root
+        return (np.asarray(g["snapshots/row"][a:b], dtype=np.int64),
+                np.asarray(g["snapshots/col"][a:b], dtype=np.int64),
+                np.asarray(g["snapshots/weight"][a:b], dtype=np.float32))
+
+    def window_edges(self, t0: int, t1: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Edges of snapshots t0..t1-1, read in one slice of each array."""
+        if not 0 <= t0 <= t1 <= self.num_snapshots:
+            raise IndexError(f"window [{t0}, {t1}) out of range for {self.num_snapshots} snapshots")
+        base = int(self.offsets[t0])
+        row, col, w = self._edge_range(base, int(self.offsets[t1]))
+        cuts = self.offsets[t0:t1 + 1] - base
+        return [(row[a:b], col[a:b], w[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+    def snapshot(self, t: int):
+        """Snapshot t as a torch sparse CSR tensor [N, N] of float32 edge weights."""
+        return csr_tensor(*self.edges(t), self.num_nodes)
+
+    def window(self, t0: int, t1: int) -> list:
+        """Snapshots t0..t1-1 as torch sparse CSR tensors."""
+        return [csr_tensor(r, c, w, self.num_nodes) for r, c, w in self.window_edges(t0, t1)]
+
+    def has(self, name: str) -> bool:
+        return name in self.root
+
+    def features(self, t: int | None = None) -> np.ndarray | None:
+        """Node features of snapshot t, float32 [N, F] (static features ignore t); None if absent."""
+        if not self.has("features/x"):
+            return None
+        x = self.root["features/x"]
+        if x.ndim == 2:
+            return np.asarray(x[:])
+        if t is None:
+            return np.asarray(x[:])
+        return np.asarray(x[self._check(t)])
+
+    def labels(self, t: int | None = None) -> np.ndarray | None:
+        """Node labels/targets [N] or [N, C] of snapshot t (static labels ignore t); None if absent."""
+        if not self.has("labels/y"):
+            return None
+        y = self.root["labels/y"]
+        if y.ndim == 1 or t is None:
+            return np.asarray(y[:])
+        return np.asarray(y[self._check(t)])
+
+    def node_ids(self) -> np.ndarray:
+        """The source's id of every dense node id, [N]."""
+        return np.asarray(self.root["nodes/id"][:])
+
+    def events(self) -> EventStream | None:
+        """The time-sorted event stream, if the source had one."""
+        if not self.has("events/src"):
+            return None
+        g = self.root
+        def opt(name):
+            return np.asarray(g[name][:]) if name in g else None
+        return EventStream(np.asarray(g["events/src"][:]), np.asarray(g["events/dst"][:]),
+                           np.asarray(g["events/t"][:]), opt("events/w"), opt("events/label"),
+                           opt("events/features"))
+
+
+def open_store(path: str | Path) -> SnapshotStore:
+    """Open a snapshot store for reading; raises StoreError for a missing, incomplete or foreign one."""
+    return SnapshotStore(path)
+
+
+def csr_tensor(row: np.ndarray, col: np.ndarray, weight: np.ndarray, num_nodes: int):
+    """A torch sparse CSR tensor [N, N] from edges sorted by (row, col), with one bincount."""
+    import torch  # heavy: only readers that want tensors pay for it
+
+    crow = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=num_nodes), out=crow[1:])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        # The store guarantees sorted, in-range, unique indices; checking them again costs a pass.
+        return torch.sparse_csr_tensor(torch.from_numpy(crow),
+                                       torch.from_numpy(np.ascontiguousarray(col, dtype=np.int64)),
+                                       torch.from_numpy(np.ascontiguousarray(weight, dtype=np.float32)),
+                                       size=(num_nodes, num_nodes), check_invariants=False)

@@ -1,0 +1,104 @@
+"""In-memory forms of a temporal graph between reading and storing.
+
+A reader returns a :class:`RawGraph`: either a time-stamped event stream (SNAP, Bitcoin, Reddit,
+JODIE, CollegeMsg), or a list of ready snapshots (AS-733, PyTorch Geometric Temporal JSON), or both,
+always with dense node ids ``0..N-1`` and the table that maps them back to the source's ids.
+Discretisation (:mod:`dynagnn.data.discretize`) turns it into :class:`Snapshots`, the form the
+store writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class EventStream:
+    """Time-sorted events ``src -> dst`` at time ``t``.
+
+    src, dst: int64 [E], dense node ids. t: int64 or float64 [E], non-decreasing.
+    w: float32 [E] or None (weight of each event, e.g. a Bitcoin rating).
+    label: int64 [E] or None (JODIE state label, Reddit link sentiment).
+    features: float32 [E, Fe] or None (JODIE/Reddit edge features).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    t: np.ndarray
+    w: np.ndarray | None = None
+    label: np.ndarray | None = None
+    features: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.src.shape[0])
+
+
+@dataclass
+class SnapshotList:
+    """Snapshots as the source gives them: one (row, col, weight) triple per snapshot.
+
+    rows[t], cols[t]: int64 [nnz_t] dense node ids. weights[t]: float32 [nnz_t] or None.
+    times: int64 [T], the time each snapshot stands for (a date as YYYYMMDD, or the index).
+    """
+
+    rows: list[np.ndarray]
+    cols: list[np.ndarray]
+    weights: list[np.ndarray] | None
+    times: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class RawGraph:
+    """What a reader returns.
+
+    num_nodes: N. node_ids: [N] original id of each dense id (int64 or str objects).
+    node_labels: [N] (static, e.g. PubMed's class) or [T, N] (per snapshot) or None.
+    node_features: float32 [N, F] or [T, N, F] or None.
+    time_unit: what one unit of ``events.t`` means ("s", "year", "day", "index", ...).
+    directed: whether the source's edges have a direction.
+    sources: the input files, hashed into the store's checksum.
+    """
+
+    num_nodes: int
+    node_ids: np.ndarray
+    events: EventStream | None = None
+    snapshots: SnapshotList | None = None
+    node_labels: np.ndarray | None = None
+    node_features: np.ndarray | None = None
+    time_unit: str = "index"
+    directed: bool = True
+    sources: list[Path] = field(default_factory=list)
+    name: str = ""
+
+
+@dataclass
+class Snapshots:
+    """T snapshots in the store's layout: edges of all snapshots concatenated.
+
+    offsets: int64 [T+1]; row, col: int64 [nnz], each snapshot sorted by (row, col) without
+    duplicates; weight: float32 [nnz]; time: int64 [T]. directed: False when every snapshot is
+    symmetric (each undirected edge stored in both directions).
+    """
+
+    offsets: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+    weight: np.ndarray
+    time: np.ndarray
+    num_nodes: int
+    directed: bool = True
+
+    @property
+    def num_snapshots(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    def edges(self, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, col, weight) of snapshot t, views into the concatenated arrays."""
+        a, b = int(self.offsets[t]), int(self.offsets[t + 1])
+        return self.row[a:b], self.col[a:b], self.weight[a:b]

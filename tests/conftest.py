@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+
+from dynagnn.data.types import EventStream, RawGraph, SnapshotList
+
+
+def random_events(n_nodes=30, n_events=400, t_max=1000, seed=0, weights=False):
+    """Time-sorted random events with self-loops and repeats, as real streams have."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n_nodes, n_events)
+    dst = rng.integers(0, n_nodes, n_events)
+    t = np.sort(rng.integers(0, t_max, n_events))
+    dup = rng.random(n_events) < 0.1  # copy some events exactly
+    idx = np.flatnonzero(dup[1:]) + 1
+    src[idx], dst[idx], t[idx] = src[idx - 1], dst[idx - 1], t[idx - 1]
+    w = rng.random(n_events).astype(np.float32) if weights else None
+    return EventStream(src.astype(np.int64), dst.astype(np.int64), t.astype(np.int64), w)
+
+
+@pytest.fixture
+def event_graph():
+    ev = random_events()
+    return RawGraph(num_nodes=30, node_ids=np.arange(30), events=ev, directed=True, name="rand")
+
+
+@pytest.fixture
+def snapshot_graph():
+    rng = np.random.default_rng(1)
+    rows, cols = [], []
+    for _ in range(6):
+        m = rng.integers(0, 40)
+        rows.append(rng.integers(0, 12, m))
+        cols.append(rng.integers(0, 12, m))
+    return RawGraph(num_nodes=12, node_ids=np.array([f"n{i}" for i in range(12)], dtype=object),
+                    snapshots=SnapshotList(rows, cols, None, np.arange(6) * 10), directed=False, name="snaps")

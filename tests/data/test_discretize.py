@@ -1,0 +1,149 @@
+"""Discretisation against a plain dict-of-edges computation."""
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from dynagnn.data import discretize as D
+from dynagnn.data.types import EventStream, RawGraph
+from dynagnn.errors import InputError
+
+from ..conftest import random_events
+
+
+def naive_snapshots(ev, n, width, directed, edge_weight, life=1, self_loops="drop"):
+    """One dict {(u, v): weight} per window, by plain loops."""
+    t0 = ev.t[0]
+    T = int((ev.t[-1] - t0) // width) + 1
+    raw = [defaultdict(float) for _ in range(T)]
+    for i in range(len(ev)):
+        u, v = int(ev.src[i]), int(ev.dst[i])
+        if self_loops == "drop" and u == v:
+            continue
+        k = int((ev.t[i] - t0) // width)
+        w = 1.0 if (edge_weight == "count" or ev.w is None) else float(ev.w[i])
+        raw[k][(u, v)] += w
+        if not directed and u != v:
+            raw[k][(v, u)] += w
+    if edge_weight == "binary":
+        raw = [{e: 1.0 for e in d} for d in raw]
+    out = []
+    for k in range(T):
+        acc = defaultdict(float)
+        for j in range(max(0, k - life + 1), k + 1):
+            for e, w in raw[j].items():
+                acc[e] += w
+        out.append(dict(acc))
+    return out
+
+
+def as_dicts(snaps):
+    return [{(int(r), int(c)): float(w) for r, c, w in zip(*snaps.edges(k))} for k in range(snaps.num_snapshots)]
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("edge_weight", ["count", "sum", "binary"])
+@pytest.mark.parametrize("life", [1, 3])
+def test_build_snapshots_matches_naive(directed, edge_weight, life):
+    ev = random_events(weights=True, seed=7)
+    raw = RawGraph(num_nodes=30, node_ids=np.arange(30), events=ev, directed=True)
+    snaps = D.build_snapshots(raw, by="time", width=100, directed=directed, edge_weight=edge_weight,
+                              edge_life=life, threads=2)
+    want = naive_snapshots(ev, 30, 100, directed, edge_weight, life)
+    got = as_dicts(snaps)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for e in g:
+            assert g[e] == pytest.approx(w[e], rel=1e-5)
+    for k in range(snaps.num_snapshots):  # sorted by (row, col), unique
+        r, c, _ = snaps.edges(k)
+        key = r * 30 + c
+        assert np.all(np.diff(key) > 0)
+    assert np.array_equal(snaps.time, ev.t[0] + 100 * np.arange(snaps.num_snapshots))
+
+
+def test_keep_self_loops():
+    ev = EventStream(np.array([0, 1, 1]), np.array([0, 2, 1]), np.array([0, 1, 2]))
+    raw = RawGraph(num_nodes=3, node_ids=np.arange(3), events=ev)
+    kept = D.build_snapshots(raw, by="count", size=10, self_loops="keep")
+    dropped = D.build_snapshots(raw, by="count", size=10, self_loops="drop")
+    assert list(zip(kept.row, kept.col)) == [(0, 0), (1, 1), (1, 2)]
+    assert list(zip(dropped.row, dropped.col)) == [(1, 2)]
+
+
+def test_window_bounds_time_and_count():
+    t = np.array([5, 5, 6, 9, 15, 30])
+    bounds, times = D.window_bounds(t, by="time", width=5)
+    # windows [5,10) [10,15) [15,20) [20,25) [25,30) [30,35)
+    assert bounds.tolist() == [0, 4, 4, 5, 5, 5, 6]
+    assert times.tolist() == [5, 10, 15, 20, 25, 30]
+    bounds, times = D.window_bounds(t, by="count", size=4)
+    assert bounds.tolist() == [0, 4, 6]
+    assert times.tolist() == [5, 15]
+    bounds, _ = D.window_bounds(t, by="time", width=10, start=0)
+    assert bounds.tolist() == [0, 4, 5, 5, 6]  # [0,10) [10,20) [20,30) [30,40)
+
+
+def test_empty_windows_kept_or_refused():
+    ev = EventStream(np.array([0, 1]), np.array([1, 2]), np.array([0, 25]))
+    raw = RawGraph(num_nodes=3, node_ids=np.arange(3), events=ev, name="gap")
+    snaps = D.build_snapshots(raw, by="time", width=10, empty="keep")
+    assert np.diff(snaps.offsets).tolist() == [1, 0, 1]
+    with pytest.raises(InputError, match=r"1 of 3 snapshots have no edges, the first is window 1 \[10, 20\)"):
+        D.build_snapshots(raw, by="time", width=10, empty="error")
+
+
+def test_clean_events_duplicates_and_loops():
+    ev = random_events(seed=3)
+    out = D.clean_events(ev, self_loops="drop", duplicates="drop")
+    seen, want = set(), []
+    for s, d, t in zip(ev.src, ev.dst, ev.t):
+        if s == d or (s, d, t) in seen:
+            continue
+        seen.add((s, d, t))
+        want.append((s, d, t))
+    assert list(zip(out.src, out.dst, out.t)) == want
+    assert len(want) < len(ev)  # the fixture has both kinds
+
+
+def test_source_snapshots_symmetrised(snapshot_graph):
+    snaps = D.build_snapshots(snapshot_graph, by="source")
+    sl = snapshot_graph.snapshots
+    for k in range(len(sl)):
+        want = defaultdict(float)
+        for u, v in zip(sl.rows[k], sl.cols[k]):
+            if u != v:
+                want[(int(u), int(v))] += 1
+                want[(int(v), int(u))] += 1
+        assert as_dicts(snaps)[k] == dict(want)
+    assert snaps.time.tolist() == sl.times.tolist()
+
+
+def test_by_source_needs_snapshots(event_graph):
+    with pytest.raises(InputError, match="no snapshots of its own"):
+        D.build_snapshots(event_graph, by="source")
+
+
+def test_degree_features_one_hot(snapshot_graph):
+    snaps = D.build_snapshots(snapshot_graph, by="source")
+    x = D.make_features("degree", snapshot_graph, snaps, dim=4)
+    assert x.shape == (6, 12, 4)
+    for k in range(6):
+        r, _, _ = snaps.edges(k)
+        for v in range(12):
+            d = min(int(np.sum(r == v)), 3)
+            assert x[k, v].tolist() == [1.0 if j == d else 0.0 for j in range(4)]
+
+
+def test_random_and_identity_features(snapshot_graph):
+    snaps = D.build_snapshots(snapshot_graph, by="source")
+    a = D.make_features("random", snapshot_graph, snaps, dim=5, seed=3)
+    b = D.make_features("random", snapshot_graph, snaps, dim=5, seed=3)
+    assert a.shape == (12, 5) and np.array_equal(a, b)
+    assert not np.array_equal(a, D.make_features("random", snapshot_graph, snaps, dim=5, seed=4))
+    assert np.array_equal(D.make_features("identity", snapshot_graph, snaps), np.eye(12, dtype=np.float32))
+    assert D.make_features("none", snapshot_graph, snaps) is None
+    with pytest.raises(InputError, match="no node features"):
+        D.make_features("source", snapshot_graph, snaps)
