@@ -68,9 +68,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(verbose: bool, quiet: bool) -> None:
+    """dynagnn's own messages at the chosen level; other libraries' (Dask's chatter) at WARNING."""
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("distributed").setLevel(logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(lambda r: r.name.startswith("dynagnn") or r.levelno >= logging.WARNING)
+    logging.basicConfig(level=level, handlers=[handler], force=True)
 
 
 def cmd_ingest(args) -> None:

@@ -112,7 +112,7 @@ def dask_client(workers: int = 1, address: str | None = None, processes: bool = 
             yield client
         return
     with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
-                      dashboard_address=None, silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+                      dashboard_address=":0", silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
         log.info("local Dask cluster: %d workers (%s)", max(1, workers), "processes" if processes else "threads")
         yield client
 

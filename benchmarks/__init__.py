@@ -1,0 +1,1 @@
+"""dynagnn benchmarks: each measures alternatives side by side in one run and prints ratios."""

@@ -1,0 +1,21 @@
+"""`python -m benchmarks [name ...]`: run the benchmarks (all by default) and print their ratios."""
+
+import sys
+
+from . import bench_ingest, bench_stats
+
+BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHES)
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    for name in names:
+        BENCHES[name]()
+    return 0
+
+
+raise SystemExit(main(sys.argv[1:]))

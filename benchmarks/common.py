@@ -1,0 +1,31 @@
+"""Timing helpers shared by the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+
+def bench_dir() -> Path:
+    """Where benchmark inputs are cached between runs (git-ignored)."""
+    d = Path(os.environ.get("DYNAGNN_BENCH_DIR", "results/bench"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def median_time(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, list[float]]:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` unmeasured ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times
+
+
+def row(name: str, seconds: float, extra: str = "") -> str:
+    return f"  {name:<44s} {seconds:9.3f} s  {extra}"

@@ -1,0 +1,526 @@
+"""Seeded generators of dynamic graphs, for experiments at sizes no public source offers.
+
+Three families, each returning a :class:`~dynagnn.data.types.RawGraph` of T ready snapshots:
+
+- :func:`blad_style`: BLAD's recipe (SC'23, Section 7.1): a large static graph (power-law or
+  stochastic block model) made into snapshots by deleting edges at random so that the per-snapshot
+  edge counts follow AS-733's trend (rising, with sharp dips), hence strongly varying loads.
+- :func:`esdg_random`: ESDG's independent uniformly random snapshots (Erdős–Rényi G(n, m)).
+- :func:`churn`: a power-law graph whose edges are replaced at a fixed rate per step, the ~10%
+  change between adjacent snapshots that PiPAD measured on real data.
+
+Every snapshot holds unique undirected pairs stored once as ``(min, max)``, without self-loops,
+sorted by ``(row, col)``; the pipeline symmetrises undirected graphs later. Pairs are handled as
+int64 keys ``row * N + col`` (so N stays below 2**31), which sort in (row, col) order. The same
+arguments give bit-identical output: all randomness comes from ``np.random.default_rng(seed)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from dynagnn.data.types import RawGraph, SnapshotList
+from dynagnn.errors import ConfigError
+
+_MAX_NODES = 2**31 - 1          # keys row * N + col must fit in int64
+_WEIGHTED_ROUNDS = 50           # rounds of model draws before falling back to uniform draws
+_DENSE_OCCUPANCY = 0.25         # above this share of all pairs, enumerate pairs instead of drawing
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Public generators
+# --------------------------------------------------------------------------------------------
+
+def blad_style(num_nodes: int, num_edges: int, num_snapshots: int, *, graph: str = "powerlaw",
+               trend=None, min_fraction: float = 0.15, blocks: int = 8, p_in_ratio: float = 20.0,
+               exponent: float = 2.3, deletion: float = 0.05, seed: int = 0) -> RawGraph:
+    """BLAD-style dynamic graph: a static graph thinned into snapshots that follow a trend.
+
+    Static graph (exactly ``num_edges`` unique pairs):
+
+    - ``graph="powerlaw"``: Chung-Lu; expected degrees follow a power law of ``exponent``
+      (see :func:`_powerlaw_model`), hubs get random ids.
+    - ``graph="sbm"``: stochastic block model with ``blocks`` equal blocks, a within-block pair
+      ``p_in_ratio`` times as likely as a between-block pair; the block of each node is returned
+      as ``node_labels`` (int64 [N]).
+
+    Snapshots (the trend/deletion model): every static edge e gets a birth rank
+    ``u_e ~ U(0, 1)`` once; snapshot t keeps e iff ``u_e < trend[t] / (1 - d_t)`` and e survives
+    an independent per-snapshot deletion of probability ``d_t = min(deletion, 1 - trend[t])``.
+    The expected edge count is then exactly ``trend[t] * num_edges``. The shared rank makes
+    snapshots nested along the trend (a rise adds the next-ranked edges, a dip removes the
+    last-ranked ones and they come back after it), so neighbours overlap strongly; the
+    per-snapshot deletion adds the day-to-day churn of real snapshots (about ``2 * deletion`` of
+    the edges differ between neighbours at equal counts; none at ``trend == 1``, which is the
+    whole static graph). ``trend`` (float [T] in (0, 1]) defaults to :func:`as733_trend`.
+    The static graph, the trend and the thinning draw from separate streams spawned from ``seed``,
+    so giving a trend or changing ``deletion`` leaves the static graph as it was.
+
+    Returns a RawGraph with T snapshots, ``times = arange(T)``, undirected, ``time_unit="index"``.
+    """
+    n = _check_int("num_nodes", num_nodes, 2, _MAX_NODES)
+    m = _check_edges("num_edges", num_edges, n)
+    t = _check_int("num_snapshots", num_snapshots, 1)
+    _check_choice("graph", graph, ("powerlaw", "sbm"))
+    min_fraction = _check_float("min_fraction", min_fraction, 0.0, 1.0, lo_open=True)
+    deletion = _check_float("deletion", deletion, 0.0, 1.0, hi_open=True)
+    if trend is not None:
+        trend = _check_trend(trend, t)
+    _check_seed(seed)
+    rng_graph, rng_trend, rng_thin = np.random.default_rng(seed).spawn(3)
+
+    labels = None
+    if graph == "powerlaw":
+        model = _powerlaw_model(n, m, _check_exponent(exponent), rng_graph)
+    else:
+        b = _check_int("blocks", blocks, 1, n)
+        ratio = _check_float("p_in_ratio", p_in_ratio, 0.0, math.inf, lo_open=True, hi_open=True)
+        model, labels = _sbm_model(n, b, ratio, rng_graph)
+    keys = _sample_keys(model, m, n, rng_graph)
+
+    if trend is None:
+        trend = _as733_trend(t, min_fraction, rng_trend)
+    rows, cols = _thin_by_trend(keys, n, trend, deletion, rng_thin)
+    return _raw_graph(f"blad-{graph}", n, rows, cols, labels)
+
+
+def as733_trend(num_snapshots: int, *, min_fraction: float = 0.15, seed: int = 0) -> np.ndarray:
+    """The default edge-count trend of :func:`blad_style`: float64 [T], values in (0, 1].
+
+    Imitates AS-733's daily snapshots: a linear rise from ``min_fraction`` to 1 (the AS graph grew
+    steadily), multiplied by 3% Gaussian day-to-day noise, with ``max(1, round(T / 10))`` sharp
+    dips (for T >= 4) at random interior days down to 20-50% of ``min_fraction`` (AS-733 has days
+    of failed collection with a fraction of the usual edges). The dips and the ramp make the
+    active-vertex count vary several-fold between snapshots, as BLAD reports (up to 6.95x).
+    """
+    t = _check_int("num_snapshots", num_snapshots, 1)
+    min_fraction = _check_float("min_fraction", min_fraction, 0.0, 1.0, lo_open=True)
+    _check_seed(seed)
+    return _as733_trend(t, min_fraction, np.random.default_rng(seed))
+
+
+def esdg_random(num_nodes: int, num_snapshots: int, avg_degree: float, *, seed: int = 0) -> RawGraph:
+    """ESDG-style snapshots: T independent Erdős–Rényi G(n, m) graphs, ``m = round(N * avg_degree / 2)``.
+
+    Each snapshot holds exactly m unique pairs drawn uniformly among all N(N-1)/2 (vectorised
+    draws, self-loops and repeats rejected, the surplus of the last round dropped at random).
+    """
+    n = _check_int("num_nodes", num_nodes, 2, _MAX_NODES)
+    t = _check_int("num_snapshots", num_snapshots, 1)
+    deg = _check_float("avg_degree", avg_degree, 0.0, math.inf, lo_open=True, hi_open=True)
+    m = int(round(n * deg / 2))
+    if m < 1:
+        raise ConfigError(f"avg_degree={avg_degree!r} gives no edge for num_nodes={n}; "
+                          "expected avg_degree >= 1 / num_nodes")
+    _check_edges("avg_degree", m, n, what=f"avg_degree={avg_degree!r} gives {m} edges, which")
+    _check_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = _uniform_model(n)
+    rows, cols = [], []
+    for _ in range(t):
+        r, c = _decode(_sample_keys(model, m, n, rng), n)
+        rows.append(r)
+        cols.append(c)
+    return _raw_graph("esdg", n, rows, cols)
+
+
+def churn(num_nodes: int, num_edges: int, num_snapshots: int, *, change: float = 0.10,
+          exponent: float = 2.3, seed: int = 0) -> RawGraph:
+    """A power-law graph whose edges are replaced at a fixed rate between snapshots.
+
+    Snapshot 0 is a Chung-Lu graph of exactly ``num_edges`` pairs (as in :func:`blad_style`).
+    Each step removes ``r = round(change * num_edges / 2)`` current edges chosen uniformly and adds
+    r pairs absent from the current snapshot, drawn from the same Chung-Lu model (so the degree
+    distribution stays stationary: removal is proportional to degree, and so is addition).
+    Hence every snapshot has ``num_edges`` edges and, exactly,
+    ``|E_t Δ E_{t+1}| / |E_t| = 2r / num_edges ≈ change`` (PiPAD measured ~10% on real data).
+    """
+    n = _check_int("num_nodes", num_nodes, 2, _MAX_NODES)
+    m = _check_edges("num_edges", num_edges, n)
+    t = _check_int("num_snapshots", num_snapshots, 1)
+    change = _check_float("change", change, 0.0, 1.0)
+    r = int(round(change * m / 2))
+    free = n * (n - 1) // 2 - m
+    if r > free:
+        raise ConfigError(f"change={change!r} needs {r} new pairs per step but only {free} pairs "
+                          f"are absent from a graph of num_edges={m} on num_nodes={n}")
+    _check_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = _powerlaw_model(n, m, _check_exponent(exponent), rng)
+    keys = _sample_keys(model, m, n, rng)
+    rows, cols = [], []
+    for step in range(t):
+        if step:
+            keys = _replace_edges(keys, r, model, n, rng)
+        rc = _decode(keys, n)
+        rows.append(rc[0])
+        cols.append(rc[1])
+    return _raw_graph("churn", n, rows, cols)
+
+
+GENERATORS: dict[str, Callable[..., RawGraph]] = {
+    "blad": blad_style,
+    "esdg": esdg_random,
+    "churn": churn,
+}
+
+
+def generate(name: str, **params) -> RawGraph:
+    """Run the generator registered as ``name`` (a key of :data:`GENERATORS`) with ``params``.
+
+    Raises ConfigError for an unknown name (listing the known ones), for parameters the generator
+    does not take or lacks, and for bad values (naming the parameter).
+    """
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown synthetic generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
+    fn = GENERATORS[name]
+    try:
+        inspect.signature(fn).bind(**params)
+    except TypeError as exc:
+        raise ConfigError(f"synthetic generator {name!r}: {exc}") from None
+    return fn(**params)
+
+
+# --------------------------------------------------------------------------------------------
+# Pair models: how one random pair is drawn
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _PairModel:
+    """A distribution over unordered pairs of N nodes.
+
+    draw(k, rng) -> (u, v) int64 [<= k]: independent draws, possibly self-loops or repeats.
+    weight(u, v) -> float64 [k] > 0: relative probability of each pair (used where the graph is so
+    dense that pairs are enumerated and picked by weight instead of drawn).
+    """
+
+    draw: Callable[[int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
+    weight: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _uniform_model(n: int) -> _PairModel:
+    """Every pair equally likely (Erdős–Rényi)."""
+    def draw(k, rng):
+        u = rng.integers(0, n, k, dtype=np.int64)
+        # u + s mod N with s in [1, N): uniform over ordered pairs u != v, no self-loop to reject.
+        v = rng.integers(1, n, k, dtype=np.int64)
+        v += u
+        v[v >= n] -= n
+        return u, v
+
+    return _PairModel(draw, lambda u, v: np.ones(u.shape[0]))
+
+
+def _powerlaw_model(n: int, m: int, exponent: float, rng: np.random.Generator) -> _PairModel:
+    """Chung-Lu model: P(pair u, v) ∝ w_u * w_v with power-law weights.
+
+    Node at position i (0 = largest) has weight ∝ (i + i0)^(-a), a = 1 / (exponent - 1), which gives
+    a degree distribution P(k) ~ k^(-exponent). Endpoints are drawn by inverting the continuous CDF
+    of (x + i0)^(-a) on [0, N) in closed form (O(1) a draw, no search). i0 caps the hub's expected
+    degree near ``4 * sqrt(2m)`` (about 12,600 for m = 5M, like OGB Products' or Reddit's hubs);
+    without it the hub of a million-node graph would touch 40% of the nodes. Positions are mapped
+    to node ids by a random permutation so that hubs are spread over the id range.
+    """
+    a = 1.0 / (exponent - 1.0)
+    s = 1.0 - a
+    mean_degree = 2.0 * m / n
+    hub = min(n - 1.0, 4.0 * math.sqrt(2.0 * m))
+    # Hub degree ≈ mean * s * (N / i0)^a for i0 << N; solved for i0.
+    i0 = n * (mean_degree * s / hub) ** (1.0 / a)
+    lo, hi = i0 ** s, (n + i0) ** s
+    perm = rng.permutation(n).astype(np.int64)
+    pos_weight = np.diff((np.arange(n + 1) + i0) ** s)
+    weight_of = np.empty(n)
+    weight_of[perm] = pos_weight
+
+    def endpoints(k, rng):
+        x = (lo + rng.random(k) * (hi - lo)) ** (1.0 / s) - i0
+        return perm[np.minimum(x.astype(np.int64), n - 1)]
+
+    def draw(k, rng):
+        return endpoints(k, rng), endpoints(k, rng)
+
+    return _PairModel(draw, lambda u, v: weight_of[u] * weight_of[v])
+
+
+def _sbm_model(n: int, blocks: int, ratio: float,
+               rng: np.random.Generator) -> tuple[_PairModel, np.ndarray]:
+    """Stochastic block model: a within-block pair is ``ratio`` times as likely as another pair.
+
+    Blocks are equal (sizes differ by at most one) and occupy contiguous positions, mapped to ids
+    by a random permutation. A draw is within-block with probability ratio*W / (ratio*W + X)
+    (W, X: numbers of within- and between-block pairs); a within draw picks a block by its pair
+    count and two uniform members, a between draw two uniform nodes of different blocks.
+    Returns the model and the block of each node id (int64 [N]).
+    """
+    sizes = np.full(blocks, n // blocks, dtype=np.int64)
+    sizes[: n % blocks] += 1
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    block_pairs = sizes * (sizes - 1) / 2.0
+    within = block_pairs.sum()
+    between = n * (n - 1) / 2.0 - within
+    p_within = ratio * within / (ratio * within + between)
+    perm = rng.permutation(n).astype(np.int64)
+    block_of_pos = np.repeat(np.arange(blocks, dtype=np.int64), sizes)
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[perm] = block_of_pos
+
+    def draw(k, rng):
+        k_in = int(rng.binomial(k, p_within)) if within > 0 else 0
+        b = rng.choice(blocks, k_in, p=block_pairs / within) if k_in else _EMPTY
+        u_in = starts[b] + (rng.random(k_in) * sizes[b]).astype(np.int64)
+        v_in = starts[b] + (rng.random(k_in) * sizes[b]).astype(np.int64)
+        u_out = rng.integers(0, n, k - k_in, dtype=np.int64)
+        v_out = rng.integers(0, n, k - k_in, dtype=np.int64)
+        cross = block_of_pos[u_out] != block_of_pos[v_out]
+        u = np.concatenate((u_in, u_out[cross]))
+        v = np.concatenate((v_in, v_out[cross]))
+        return perm[u], perm[v]
+
+    def weight(u, v):
+        return np.where(block_of[u] == block_of[v], ratio, 1.0)
+
+    return _PairModel(draw, weight), block_of
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling distinct pairs
+# --------------------------------------------------------------------------------------------
+
+def _sample_keys(model: _PairModel, count: int, n: int, rng: np.random.Generator,
+                 exclude: np.ndarray = _EMPTY) -> np.ndarray:
+    """``count`` distinct pair keys drawn from ``model``, none in ``exclude``: sorted int64 [count].
+
+    Sparse case: rounds of vectorised draws, each sized from the last round's yield of new pairs,
+    until enough; the surplus is dropped at random (so the result is a uniform subset of the
+    distinct pairs drawn). If a skewed model saturates (hub pairs all taken), uniform draws finish
+    the job. Dense case (pairs taken would exceed a quarter of all pairs): all free pairs are
+    enumerated and ``count`` of them picked by weight without replacement, since rejection would
+    crawl. ``exclude``: sorted int64 keys.
+    """
+    if count == 0:
+        return _EMPTY
+    if count + exclude.size > _DENSE_OCCUPANCY * (n * (n - 1) // 2):
+        return _sample_keys_dense(model, count, n, rng, exclude)
+    have = _EMPTY
+    yield_rate = 1.0
+    rounds = 0
+    while have.size < count:
+        if rounds == _WEIGHTED_ROUNDS:
+            model = _uniform_model(n)
+        k = int((count - have.size) / max(yield_rate, 0.05) * 1.05) + 64
+        u, v = model.draw(k, rng)
+        fresh = _new_keys(_pair_keys(u, v, n), have, exclude)
+        yield_rate = fresh.size / k
+        have = _merge_sorted(have, fresh)
+        rounds += 1
+    return _drop_random(have, have.size - count, rng)
+
+
+def _sample_keys_dense(model: _PairModel, count: int, n: int, rng: np.random.Generator,
+                       exclude: np.ndarray) -> np.ndarray:
+    """Weighted sampling without replacement among all free pairs (Efraimidis–Spirakis keys)."""
+    row, col = np.triu_indices(n, 1)
+    keys = row.astype(np.int64) * n + col
+    free = ~_isin_sorted(keys, exclude)
+    keys, row, col = keys[free], row[free], col[free]
+    # log(U) / w: the `count` largest are a weighted sample without replacement.
+    score = np.log(rng.random(keys.size)) / model.weight(row, col)
+    pick = np.argpartition(-score, count - 1)[:count]
+    return np.sort(keys[pick])
+
+
+def _replace_edges(keys: np.ndarray, r: int, model: _PairModel, n: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Remove r random keys from sorted ``keys`` and add r model-drawn keys absent from ``keys``."""
+    if r == 0:
+        return keys
+    added = _sample_keys(model, r, n, rng, exclude=keys)
+    kept = np.delete(keys, rng.choice(keys.size, r, replace=False))
+    return _merge_sorted(kept, added)
+
+
+def _pair_keys(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """Keys ``min * N + max`` of the pairs (u, v) that are not self-loops: int64 [<= k].
+
+    Overwrites ``v``: on millions of pairs, fresh temporaries (page faults) cost more than the
+    arithmetic.
+    """
+    ok = u != v
+    keys = np.minimum(u, v)
+    np.maximum(u, v, out=v)
+    keys *= n
+    keys += v
+    return keys if ok.all() else keys[ok]
+
+
+def _decode(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) int64 [k] of keys."""
+    row = keys // n
+    return row, keys - row * n
+
+
+def _unique_sorted(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of int64 x; sorts x in place (a temporary, no copy needed).
+
+    Sort + neighbour compare: np.unique of numpy 2.3+ is two orders of magnitude slower on large
+    int64 arrays.
+    """
+    x.sort()
+    s = x
+    if s.size == 0:
+        return s
+    first = np.empty(s.size, dtype=bool)
+    first[0] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    return s[first]
+
+
+def _isin_sorted(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Bool [len(x)]: whether each x is in the sorted array ``sorted_set``."""
+    if sorted_set.size == 0:
+        return np.zeros(x.size, dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
+    return sorted_set[pos] == x
+
+
+def _new_keys(keys: np.ndarray, *taken: np.ndarray) -> np.ndarray:
+    """Sorted distinct keys not in any of the sorted arrays ``taken``; ``keys`` is sorted in place."""
+    fresh = _unique_sorted(keys)
+    for t in taken:
+        fresh = fresh[~_isin_sorted(fresh, t)]
+    return fresh
+
+
+def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Merge two sorted disjoint int64 arrays in O(len(a) + len(b)) (no re-sort)."""
+    if a.size == 0:
+        return b
+    return np.insert(a, np.searchsorted(a, b), b)
+
+
+def _drop_random(keys: np.ndarray, excess: int, rng: np.random.Generator) -> np.ndarray:
+    """``keys`` without ``excess`` of them chosen uniformly; order is kept."""
+    if excess <= 0:
+        return keys
+    return np.delete(keys, rng.choice(keys.size, excess, replace=False))
+
+
+# --------------------------------------------------------------------------------------------
+# Trend and thinning
+# --------------------------------------------------------------------------------------------
+
+def _as733_trend(t: int, min_fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """See :func:`as733_trend`; float64 [t] in (0, 1]."""
+    if t == 1:
+        return np.ones(1)
+    trend = np.linspace(min_fraction, 1.0, t) * (1.0 + 0.03 * rng.standard_normal(t))
+    if t >= 4:
+        n_dips = max(1, round(t / 10))
+        days = rng.choice(np.arange(1, t - 1), n_dips, replace=False)
+        trend[days] = min_fraction * rng.uniform(0.2, 0.5, n_dips)
+    return np.clip(trend, 1e-6, 1.0)
+
+
+def _thin_by_trend(keys: np.ndarray, n: int, trend: np.ndarray, deletion: float,
+                   rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Snapshots of the static graph ``keys`` (sorted int64 [m]) following ``trend`` (float [T]).
+
+    Edge e is in snapshot t iff rank_e < trend[t] / (1 - d_t) and it survives deletion d_t =
+    min(deletion, 1 - trend[t]); see :func:`blad_style`. Boolean masks over the sorted static
+    edges keep every snapshot sorted without a sort. Returns rows, cols: T arrays of int64.
+    """
+    row, col = _decode(keys, n)
+    rank = rng.random(keys.size, dtype=np.float32)
+    rows, cols = [], []
+    for frac in trend:
+        d = min(deletion, 1.0 - float(frac))
+        keep = rank < np.float32(frac / (1.0 - d))
+        if d > 0:
+            keep &= rng.random(keys.size, dtype=np.float32) >= np.float32(d)
+        rows.append(row[keep])
+        cols.append(col[keep])
+    return rows, cols
+
+
+def _raw_graph(name: str, n: int, rows: list[np.ndarray], cols: list[np.ndarray],
+               node_labels: np.ndarray | None = None) -> RawGraph:
+    """Wrap T snapshots into an undirected RawGraph with index times and identity node ids."""
+    snapshots = SnapshotList(rows=rows, cols=cols, weights=None,
+                             times=np.arange(len(rows), dtype=np.int64))
+    return RawGraph(num_nodes=n, node_ids=np.arange(n, dtype=np.int64), snapshots=snapshots,
+                    node_labels=node_labels, time_unit="index", directed=False, sources=[],
+                    name=name)
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter checks: each names the parameter and what was expected
+# --------------------------------------------------------------------------------------------
+
+def _check_int(name: str, value, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ConfigError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def _check_float(name: str, value, lo: float, hi: float, *, lo_open: bool = False,
+                 hi_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    ok = (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+    if not ok or math.isnan(value):
+        interval = f"{'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+        raise ConfigError(f"{name} must be in {interval}, got {value}")
+    return value
+
+
+def _check_edges(name: str, value, n: int, what: str | None = None) -> int:
+    m = _check_int(name, value, 1)
+    pairs = n * (n - 1) // 2
+    if m > pairs:
+        what = what or f"{name}={m}"
+        raise ConfigError(f"{what} exceeds the {pairs} undirected pairs of num_nodes={n}")
+    return m
+
+
+def _check_exponent(value) -> float:
+    return _check_float("exponent", value, 2.0, math.inf, lo_open=True, hi_open=True)
+
+
+def _check_choice(name: str, value, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _check_trend(trend, t: int) -> np.ndarray:
+    arr = np.asarray(trend, dtype=np.float64) if _is_numeric(trend) else None
+    if arr is None or arr.ndim != 1 or arr.shape[0] != t:
+        raise ConfigError(f"trend must be a list of num_snapshots={t} fractions, got "
+                          f"{'shape ' + str(arr.shape) if arr is not None else repr(trend)}")
+    if not np.all((arr > 0) & (arr <= 1)):
+        raise ConfigError(f"trend values must be in (0, 1], got min {arr.min()} max {arr.max()}")
+    return arr
+
+
+def _is_numeric(x) -> bool:
+    try:
+        np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _check_seed(seed) -> None:
+    _check_int("seed", seed, 0)
