@@ -61,13 +61,6 @@ def test_ranges_cover_every_snapshot(store_path):
         assert all(a < b for a, b in r) and all(r[i][1] == r[i + 1][0] for i in range(len(r) - 1))
 
 
-def test_intersection_size():
-    a = np.array([1, 4, 9, 12])
-    assert A._sorted_intersection_size(a, np.array([0, 4, 12, 13, 20])) == 2
-    assert A._sorted_intersection_size(a, np.array([], dtype=np.int64)) == 0
-    assert A._sorted_intersection_size(np.array([50]), a) == 0
-
-
 def test_write_stats_keys_by_checksum(tmp_path, store_path):
     st = open_store(store_path)
     df = A.compute_stats(store_path, None, progress=False)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.store import SnapshotStore, open_store
+from ..graph.sortedkeys import intersection_size
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def snapshot_stats(row: np.ndarray, col: np.ndarray, prev_row: np.ndarray | None
     else:
         prev_key = prev_row * num_nodes + prev_col
         prev_nnz = int(prev_key.shape[0])
-        common = _sorted_intersection_size(key, prev_key)
+        common = intersection_size(key, prev_key)
     union = nnz + prev_nnz - common
     return {
         "edges": nnz,
@@ -62,17 +63,6 @@ def snapshot_stats(row: np.ndarray, col: np.ndarray, prev_row: np.ndarray | None
         "overlap_rate": common / nnz if nnz else 0.0,
         "jaccard": common / union if union else 0.0,
     }
-
-
-def _sorted_intersection_size(a: np.ndarray, b: np.ndarray) -> int:
-    """|a ∩ b| for two sorted arrays of unique keys, by binary search of the smaller in the larger."""
-    if a.size == 0 or b.size == 0:
-        return 0
-    if a.size > b.size:
-        a, b = b, a
-    pos = np.searchsorted(b, a)
-    pos[pos == b.size] = b.size - 1
-    return int(np.count_nonzero(b[pos] == a))
 
 
 def range_stats(store_path: str, t0: int, t1: int) -> pd.DataFrame:

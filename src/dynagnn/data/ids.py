@@ -6,6 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..graph.sortedkeys import unique_sorted
+
 
 def dense_ids(*columns) -> tuple[list[np.ndarray], np.ndarray]:
     """Map the ids in all ``columns`` together to dense int64 ids.
@@ -50,5 +52,5 @@ def _dense_int_ids(arrays: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarr
         table = np.flatnonzero(present).astype(np.int64) + lo
         index = np.cumsum(present, dtype=np.int64) - 1
         return [index[a - lo] for a in arrays], table
-    table = np.unique(np.concatenate(arrays))
+    table = unique_sorted(np.concatenate(arrays), in_place=True)
     return [np.searchsorted(table, a).astype(np.int64) for a in arrays], table

@@ -27,6 +27,7 @@ import numpy as np
 
 from dynagnn.data.types import RawGraph, SnapshotList
 from dynagnn.errors import ConfigError
+from dynagnn.graph.sortedkeys import isin_sorted, unique_sorted
 
 _MAX_NODES = 2**31 - 1          # keys row * N + col must fit in int64
 _WEIGHTED_ROUNDS = 50           # rounds of model draws before falling back to uniform draws
@@ -329,7 +330,7 @@ def _sample_keys_dense(model: _PairModel, count: int, n: int, rng: np.random.Gen
     """Weighted sampling without replacement among all free pairs (Efraimidis–Spirakis keys)."""
     row, col = np.triu_indices(n, 1)
     keys = row.astype(np.int64) * n + col
-    free = ~_isin_sorted(keys, exclude)
+    free = ~isin_sorted(keys, exclude)
     keys, row, col = keys[free], row[free], col[free]
     # log(U) / w: the `count` largest are a weighted sample without replacement.
     score = np.log(rng.random(keys.size)) / model.weight(row, col)
@@ -367,35 +368,11 @@ def _decode(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return row, keys - row * n
 
 
-def _unique_sorted(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values of int64 x; sorts x in place (a temporary, no copy needed).
-
-    Sort + neighbour compare: np.unique of numpy 2.3+ is two orders of magnitude slower on large
-    int64 arrays.
-    """
-    x.sort()
-    s = x
-    if s.size == 0:
-        return s
-    first = np.empty(s.size, dtype=bool)
-    first[0] = True
-    np.not_equal(s[1:], s[:-1], out=first[1:])
-    return s[first]
-
-
-def _isin_sorted(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Bool [len(x)]: whether each x is in the sorted array ``sorted_set``."""
-    if sorted_set.size == 0:
-        return np.zeros(x.size, dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
-    return sorted_set[pos] == x
-
-
 def _new_keys(keys: np.ndarray, *taken: np.ndarray) -> np.ndarray:
     """Sorted distinct keys not in any of the sorted arrays ``taken``; ``keys`` is sorted in place."""
-    fresh = _unique_sorted(keys)
+    fresh = unique_sorted(keys, in_place=True)
     for t in taken:
-        fresh = fresh[~_isin_sorted(fresh, t)]
+        fresh = fresh[~isin_sorted(fresh, t)]
     return fresh
 
 
