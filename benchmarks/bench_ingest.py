@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .common import bench_dir, median_time, row
+from .common import bench_dir, interleaved_medians, row
 
 
 def make_edgelist(path, num_events: int, num_nodes: int, seed: int = 0) -> None:
@@ -35,7 +35,7 @@ def plain_parse(path):
                           convert_options=pacsv.ConvertOptions(column_types={c: pa.int64() for c in ("src", "dst", "t")}))
 
 
-def main(num_events: int | None = None, threads: int = 2, repeats: int = 3) -> dict:
+def main(num_events: int | None = None, threads: int = 2, repeats: int = 5) -> dict:
     from dynagnn.data.ingest import ingest
     from dynagnn.data.sources import read_snap_edgelist
 
@@ -44,13 +44,17 @@ def main(num_events: int | None = None, threads: int = 2, repeats: int = 3) -> d
     if not path.exists():
         make_edgelist(path, num_events, num_nodes=max(1000, num_events // 10))
     size_mb = path.stat().st_size / 2**20
-    print(f"\n== ingest: {num_events:,} events, {size_mb:.0f} MiB SNAP edge list, {threads} threads")
-    t_parse, _ = median_time(lambda: plain_parse(path), repeats, warmup=1)
-    t_read, _ = median_time(lambda: read_snap_edgelist(path), repeats)
+    print(f"\n== ingest: {num_events:,} events, {size_mb:.0f} MiB SNAP edge list, {threads} threads, "
+          f"medians of {repeats} interleaved rounds")
     out = bench_dir() / "ingest_store.zarr"
     spec = {"format": "snap-edgelist", "path": str(path), "directed": True,
             "snapshots": {"by": "time", "width": 7 * 86400}, "features": {"kind": "none"}}
-    t_ingest, _ = median_time(lambda: ingest(spec, out, name="bench", threads=threads), repeats)
+    med = interleaved_medians({
+        "parse": lambda: plain_parse(path),
+        "read": lambda: read_snap_edgelist(path),
+        "ingest": lambda: ingest(spec, out, name="bench", threads=threads),
+    }, rounds=repeats)
+    t_parse, t_read, t_ingest = med["parse"], med["read"], med["ingest"]
     shutil.rmtree(out, ignore_errors=True)
     print(row("pyarrow.csv.read_csv (plain parse)", t_parse))
     print(row("dynagnn read_snap_edgelist", t_read, f"{t_read / t_parse:5.2f}x the plain parse"))

@@ -29,3 +29,16 @@ def median_time(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, list[floa
 
 def row(name: str, seconds: float, extra: str = "") -> str:
     return f"  {name:<44s} {seconds:9.3f} s  {extra}"
+
+
+def interleaved_medians(fns: dict, rounds: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median time of each function, timed round-robin (one of each per round) so that a noisy
+    neighbour on a shared machine slows all of them alike; ``warmup`` rounds are not counted."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(warmup + rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            if r >= warmup:
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
