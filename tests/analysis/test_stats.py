@@ -69,3 +69,14 @@ def test_write_stats_keys_by_checksum(tmp_path, store_path):
     assert table.schema.metadata[b"dynagnn.store_checksum"].decode() == st.checksum
     pd.testing.assert_frame_equal(table.to_pandas(), df)
     assert [p.name for p in out.parent.iterdir()] == ["stats.parquet"]
+
+
+def test_existing_cluster_from_environment(store_path, monkeypatch):
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+        monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
+        with A.dask_client(4) as client:  # the named cluster is used, no new one is started
+            assert client.scheduler.address == cluster.scheduler_address
+            df = A.compute_stats(store_path, client, progress=False)
+    check(df, open_store(store_path))
