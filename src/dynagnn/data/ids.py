@@ -32,9 +32,10 @@ def dense_ids(*columns) -> tuple[list[np.ndarray], np.ndarray]:
 
 
 def _to_numpy(column) -> np.ndarray:
-    if isinstance(column, (pa.Array, pa.ChunkedArray)):
-        return column.to_numpy(zero_copy_only=False) if isinstance(column, pa.ChunkedArray) \
-            else column.to_numpy(zero_copy_only=False)
+    if isinstance(column, pa.ChunkedArray):
+        return column.to_numpy()
+    if isinstance(column, pa.Array):
+        return column.to_numpy(zero_copy_only=False)
     return np.asarray(column)
 
 
