@@ -17,7 +17,8 @@ def make_store(path, num_nodes: int, num_edges: int, num_snapshots: int):
 
 
 def main(num_edges: int | None = None, repeats: int = 3) -> dict:
-    from dynagnn.analysis.stats import compute_stats, dask_client
+    from dynagnn.analysis.parallel import dask_client
+    from dynagnn.analysis.stats import compute_stats
     from dynagnn.data.store import open_store
 
     num_edges = num_edges or int(os.environ.get("DYNAGNN_BENCH_STATS_EDGES", 2_000_000))

@@ -94,7 +94,8 @@ def cmd_ingest(args) -> None:
 
 
 def cmd_stats(args) -> None:
-    from .analysis.stats import compute_stats, dask_client, write_stats
+    from .analysis.parallel import dask_client
+    from .analysis.stats import compute_stats, write_stats
     from .data.store import open_store
     from .report.figures import load_variation
 

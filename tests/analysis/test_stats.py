@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dynagnn.analysis import stats as A
+from dynagnn.analysis.parallel import dask_client, snapshot_ranges
 from dynagnn.data import discretize as D
 from dynagnn.data.store import open_store, write_store
 
@@ -48,7 +49,7 @@ def test_serial_matches_naive(store_path):
 
 
 def test_dask_cluster_matches_naive(store_path):
-    with A.dask_client(2, processes=False) as client:
+    with dask_client(2, processes=False) as client:
         df = A.compute_stats(store_path, client, tasks_per_worker=3, progress=False)
     check(df, open_store(store_path))
 
@@ -56,7 +57,7 @@ def test_dask_cluster_matches_naive(store_path):
 def test_ranges_cover_every_snapshot(store_path):
     st = open_store(store_path)
     for parts in (1, 2, 5, 100):
-        r = A._ranges(st, parts)
+        r = snapshot_ranges(st, parts)
         assert r[0][0] == 0 and r[-1][1] == st.num_snapshots
         assert all(a < b for a, b in r) and all(r[i][1] == r[i + 1][0] for i in range(len(r) - 1))
 
@@ -76,7 +77,7 @@ def test_existing_cluster_from_environment(store_path, monkeypatch):
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
-        with A.dask_client(4) as client:  # the named cluster is used, no new one is started
+        with dask_client(4) as client:  # the named cluster is used, no new one is started
             assert client.scheduler.address == cluster.scheduler_address
             df = A.compute_stats(store_path, client, progress=False)
     check(df, open_store(store_path))

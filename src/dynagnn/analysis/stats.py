@@ -11,15 +11,14 @@ reads only its range plus the one snapshot before it, so tasks run on any worker
 from __future__ import annotations
 
 import logging
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..data.store import SnapshotStore, open_store
+from ..data.store import open_store
 from ..graph.sortedkeys import intersection_size
+from .parallel import map_ranges, snapshot_ranges, workers_of, write_table
 
 log = logging.getLogger(__name__)
 
@@ -79,34 +78,6 @@ def range_stats(store_path: str, t0: int, t1: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _ranges(store: SnapshotStore, parts: int) -> list[tuple[int, int]]:
-    """Contiguous snapshot ranges of about equal edge count, so tasks take about equal time."""
-    T = store.num_snapshots
-    parts = max(1, min(parts, T))
-    cum = store.offsets[1:].astype(np.float64) + np.arange(1, T + 1)  # +1 per snapshot: empty ones cost too
-    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts, side="left") + 1
-    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, T), [T]]))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-@contextmanager
-def dask_client(workers: int = 1, address: str | None = None, processes: bool = True):
-    """A Dask client: the cluster at ``address`` (or $DASK_SCHEDULER_ADDRESS) if one is named, else a
-    LocalCluster of ``workers`` single-threaded workers, closed on exit."""
-    from dask.distributed import Client, LocalCluster
-
-    address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    if address:
-        log.info("connecting to the Dask scheduler at %s", address)
-        with Client(address) as client:
-            yield client
-        return
-    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
-                      dashboard_address=":0", silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-        log.info("local Dask cluster: %d workers (%s)", max(1, workers), "processes" if processes else "threads")
-        yield client
-
-
 def compute_stats(store_path: str | Path, client=None, *, tasks_per_worker: int = 4,
                   progress: bool = True) -> pd.DataFrame:
     """Per-snapshot statistics of the store at ``store_path``, one row per snapshot (see COLUMNS).
@@ -114,46 +85,14 @@ def compute_stats(store_path: str | Path, client=None, *, tasks_per_worker: int 
     With a Dask ``client`` the snapshot ranges run as tasks on its workers; without one they run
     here, one after the other.
     """
-    from tqdm.auto import tqdm
-
-    store_path = str(store_path)
     store = open_store(store_path)
-    workers = len(client.scheduler_info().get("workers", {})) if client is not None else 1
-    ranges = _ranges(store, tasks_per_worker * max(1, workers))
-    bar = tqdm(total=store.num_snapshots, desc=f"stats {Path(store_path).parent.name}", unit="snap",
-               disable=not progress)
-    frames = []
-    if client is None:
-        for a, b in ranges:
-            frames.append(range_stats(store_path, a, b))
-            bar.update(b - a)
-    else:
-        from dask.distributed import as_completed
-
-        futures = {client.submit(range_stats, store_path, a, b, pure=False): (a, b) for a, b in ranges}
-        for fut in as_completed(futures):
-            frames.append(fut.result())
-            a, b = futures[fut]
-            bar.update(b - a)
-    bar.close()
-    df = pd.concat(frames, ignore_index=True).sort_values("snapshot").reset_index(drop=True)
+    ranges = snapshot_ranges(store, tasks_per_worker * workers_of(client))
+    df = map_ranges(range_stats, store_path, ranges, client, desc=f"stats {Path(store_path).parent.name}",
+                    progress=progress)
     df.attrs["checksum"] = store.checksum
     return df
 
 
 def write_stats(df: pd.DataFrame, out: str | Path, checksum: str) -> Path:
-    """Write the table as Parquet (atomically), keyed by the store's checksum in its metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"dynagnn.store_checksum": checksum.encode()})
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    """Write the statistics table (see :func:`parallel.write_table`)."""
+    return write_table(df, out, checksum)

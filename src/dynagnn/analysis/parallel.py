@@ -1,0 +1,99 @@
+"""What every analysis shares: the Dask client, snapshot ranges as tasks, and Parquet output.
+
+An analysis is a function ``fn(store_path, t0, t1, *args) -> DataFrame`` over a contiguous range of
+snapshots; it opens the store itself, so it runs on any worker of any cluster. :func:`map_ranges`
+runs it over ranges of about equal edge count and concatenates the rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.store import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def dask_client(workers: int = 1, address: str | None = None, processes: bool = True):
+    """A Dask client: the cluster at ``address`` (or $DASK_SCHEDULER_ADDRESS) if one is named, else a
+    LocalCluster of ``workers`` single-threaded workers, closed on exit."""
+    from dask.distributed import Client, LocalCluster
+
+    address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if address:
+        log.info("connecting to the Dask scheduler at %s", address)
+        with Client(address) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
+                      dashboard_address=":0", silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+        log.info("local Dask cluster: %d workers (%s)", max(1, workers), "processes" if processes else "threads")
+        yield client
+
+
+def snapshot_ranges(store: SnapshotStore, parts: int) -> list[tuple[int, int]]:
+    """Contiguous snapshot ranges of about equal edge count, so tasks take about equal time."""
+    T = store.num_snapshots
+    parts = max(1, min(parts, T))
+    cum = store.offsets[1:].astype(np.float64) + np.arange(1, T + 1)  # +1 per snapshot: empty ones cost too
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts, side="left") + 1
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, T), [T]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def map_ranges(fn: Callable[..., pd.DataFrame], store_path: str | Path, ranges: list[tuple[int, int]],
+               client=None, *args, desc: str = "", progress: bool = True) -> pd.DataFrame:
+    """``fn(store_path, a, b, *args)`` for every range, as Dask tasks when a client is given (else
+    here, in order), with a progress bar over snapshots; the rows concatenated in range order."""
+    from tqdm.auto import tqdm
+
+    store_path = str(store_path)
+    total = sum(b - a for a, b in ranges)
+    bar = tqdm(total=total, desc=desc, unit="snap", disable=None if progress else True)
+    results: dict[tuple[int, int], pd.DataFrame] = {}
+    if client is None:
+        for a, b in ranges:
+            results[(a, b)] = fn(store_path, a, b, *args)
+            bar.update(b - a)
+    else:
+        from dask.distributed import as_completed
+
+        futures = {client.submit(fn, store_path, a, b, *args, pure=False): (a, b) for a, b in ranges}
+        for fut in as_completed(futures):
+            a, b = futures[fut]
+            results[(a, b)] = fut.result()
+            bar.update(b - a)
+    bar.close()
+    frames = [results[r] for r in sorted(results)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def workers_of(client) -> int:
+    return len(client.scheduler_info().get("workers", {})) if client is not None else 1
+
+
+def write_table(df: pd.DataFrame, out: str | Path, checksum: str) -> Path:
+    """Write a table as Parquet (atomically), keyed by the store's checksum in its metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = {**(table.schema.metadata or {}), b"dynagnn.store_checksum": checksum.encode()}
+    table = table.replace_schema_metadata(meta)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
