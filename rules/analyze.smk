@@ -25,3 +25,68 @@ rule stats:
     shell:
         "python -m dynagnn stats {input.store:q} --out {output.table:q} --figure {output.figure:q} "
         "--workers {threads} {params.dask} > {log:q} 2>&1"
+
+
+rule reuse:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+    output:
+        overlap=f"{RESULTS}/{{dataset}}/analysis/overlap.parquet",
+        formats=f"{RESULTS}/{{dataset}}/analysis/formats.parquet",
+        overlap_fig=report(
+            f"{RESULTS}/{{dataset}}/analysis/overlap.png",
+            caption="../workflow/report/overlap.rst",
+            category="Overlap and reuse",
+            subcategory="{dataset}",
+        ),
+        formats_fig=report(
+            f"{RESULTS}/{{dataset}}/analysis/formats.png",
+            caption="../workflow/report/formats.rst",
+            category="Overlap and reuse",
+            subcategory="{dataset}",
+        ),
+        pdfs=multiext(f"{RESULTS}/{{dataset}}/analysis/", "overlap.pdf", "formats.pdf"),
+    log:
+        f"{RESULTS}/logs/reuse/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/reuse/{{dataset}}.tsv"
+    threads: config["dask"]["workers"]
+    params:
+        dask=dask_flags,
+        outdir=lambda w: f"{RESULTS}/{w.dataset}/analysis",
+        frames=" ".join(str(s) for s in config["analysis"]["frame_sizes"]),
+        lives=" ".join(str(s) for s in config["analysis"]["edge_lives"]),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts overlap formats "
+        "--frame-sizes {params.frames} --edge-lives {params.lives} --workers {threads} {params.dask} > {log:q} 2>&1"
+
+
+rule redundancy:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+    output:
+        table=f"{RESULTS}/{{dataset}}/analysis/redundancy.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/analysis/redundancy.png",
+            caption="../workflow/report/redundancy.rst",
+            category="Temporal redundancy",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/analysis/redundancy.pdf",
+    log:
+        f"{RESULTS}/logs/redundancy/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/redundancy/{{dataset}}.tsv"
+    threads: config["dask"]["workers"]
+    params:
+        dask=dask_flags,
+        outdir=lambda w: f"{RESULTS}/{w.dataset}/analysis",
+        batches=" ".join(str(s) for s in config["analysis"]["batch_sizes"]),
+        k=config["analysis"]["neighbors"],
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts redundancy "
+        "--batch-sizes {params.batches} --neighbors {params.k} --workers {threads} {params.dask} > {log:q} 2>&1"

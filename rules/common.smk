@@ -45,8 +45,15 @@ def dask_flags(wildcards):
     return " ".join(flags)
 
 
+# Formats whose store has no event stream (their snapshots are the source's own): no temporal redundancy.
+NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
+
+
 def all_outputs():
     outs = []
     for d in DATASETS:
         outs += [f"{RESULTS}/{d}/store.zarr", f"{RESULTS}/{d}/stats.parquet", f"{RESULTS}/{d}/stats.png"]
+        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet")]
+        if config["datasets"][d]["format"] not in NO_EVENTS:
+            outs.append(f"{RESULTS}/{d}/analysis/redundancy.parquet")
     return outs

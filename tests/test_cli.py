@@ -84,3 +84,27 @@ def test_help_lists_stages(capsys):
     text = capsys.readouterr().out
     for stage in ("ingest", "stats", "info", "check-config"):
         assert stage in text
+
+
+def test_analyze_tables_and_bad_requests(tmp_path, capsys):
+    out = tmp_path / "store.zarr"
+    assert main(["-q", "ingest", "--spec", spec(), "--dataset", "toy", "--out", str(out)]) == 0
+    adir = tmp_path / "analysis"
+    assert main(["-q", "analyze", str(out), "--out-dir", str(adir), "--threads-only", "--frame-sizes", "2",
+                 "--edge-lives", "1", "--batch-sizes", "2", "--neighbors", "1"]) == 0
+    for name in ("overlap", "formats", "redundancy"):
+        assert (adir / f"{name}.parquet").exists() and (adir / f"{name}.png").exists()
+    st = open_store(out)
+    assert pd.read_parquet(adir / "formats.parquet")["nnz"].tolist() == np.diff(st.offsets).tolist()
+
+    capsys.readouterr()
+    assert main(["-q", "analyze", str(out), "--out-dir", str(tmp_path / "x"), "--parts", "overlap",
+                 "--frame-sizes", "2", str(st.num_snapshots + 1)]) == 2
+    assert "frame sizes [" in capsys.readouterr().err
+    synth = tmp_path / "synth.zarr"
+    gen = json.dumps({"format": "synthetic", "generator": "esdg",
+                      "params": {"num_nodes": 20, "num_snapshots": 3, "avg_degree": 2}})
+    assert main(["-q", "ingest", "--spec", gen, "--dataset", "s", "--out", str(synth)]) == 0
+    assert main(["-q", "analyze", str(synth), "--out-dir", str(tmp_path / "y"), "--parts", "redundancy"]) == 2
+    assert "no event stream" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

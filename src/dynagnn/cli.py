@@ -53,10 +53,22 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     st.add_argument("--out", type=Path, required=True, help="output Parquet file")
     st.add_argument("--figure", type=Path, help="output figure (PNG; a PDF is written beside it)")
-    st.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
-    st.add_argument("--scheduler", help="address of an existing Dask scheduler (default: "
-                                        "$DASK_SCHEDULER_ADDRESS, else a LocalCluster)")
-    st.add_argument("--threads-only", action="store_true", help="LocalCluster of threads, not processes")
+    _dask_args(st)
+
+    an = sub.add_parser("analyze", help="overlap, formats and redundancy tables of a store, on Dask",
+                        description="PiPAD's frame overlap and sliced-CSR sizes, ESDG's graph-difference "
+                                    "transfer (raw and edge-life smoothed) and Sven's temporal redundancy, "
+                                    "each a Parquet table and a figure in --out-dir.")
+    an.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
+    an.add_argument("--out-dir", type=Path, required=True, help="directory of the tables and figures")
+    an.add_argument("--parts", nargs="+", choices=ANALYSES, default=list(ANALYSES),
+                    help="which analyses (default: all; redundancy needs an event stream)")
+    an.add_argument("--frame-sizes", nargs="+", type=int, default=[2, 4, 8], help="snapshots per frame (PiPAD)")
+    an.add_argument("--edge-lives", nargs="+", type=int, default=[1, 5], help="edge lives for the format table")
+    an.add_argument("--batch-sizes", nargs="+", type=int, default=[200, 500, 1000, 2000, 4000],
+                    help="events per batch (Sven)")
+    an.add_argument("--neighbors", type=int, default=10, help="k most recent neighbours sampled per event")
+    _dask_args(an)
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
@@ -65,6 +77,16 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check-config", help="validate a config file and print it with defaults filled in")
     chk.add_argument("config", type=Path)
     return p
+
+
+ANALYSES = ("overlap", "formats", "redundancy")
+
+
+def _dask_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
+    p.add_argument("--scheduler", help="address of an existing Dask scheduler (default: "
+                                       "$DASK_SCHEDULER_ADDRESS, else a LocalCluster)")
+    p.add_argument("--threads-only", action="store_true", help="LocalCluster of threads, not processes")
 
 
 def _setup_logging(verbose: bool, quiet: bool) -> None:
@@ -110,6 +132,42 @@ def cmd_stats(args) -> None:
                                                f"T={store.num_snapshots}")
 
 
+def cmd_analyze(args) -> None:
+    from .analysis.parallel import dask_client, write_table
+    from .analysis.redundancy import batch_redundancy
+    from .analysis.reuse import formats_table, overlap_table
+    from .data.store import open_store
+    from .errors import InputError
+    from .report import figures
+
+    store = open_store(args.store)
+    title = f"{store.attrs.get('name', '')}: N={store.num_nodes}, T={store.num_snapshots}"
+    if "redundancy" in args.parts and not store.has("events/src"):
+        raise InputError(f"{args.store}: no event stream, so no temporal redundancy; leave out --parts redundancy")
+    bad = [s for s in args.frame_sizes if not 2 <= s <= store.num_snapshots]
+    if "overlap" in args.parts and bad:
+        raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
+    out = args.out_dir
+    with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
+        if "overlap" in args.parts:
+            df = overlap_table(args.store, client, args.frame_sizes, progress=not args.quiet)
+            write_table(df, out / "overlap.parquet", store.checksum)
+            figures.overlap_by_frame(df, out / "overlap.png", title)
+        if "formats" in args.parts:
+            df = formats_table(args.store, client, args.edge_lives, progress=not args.quiet)
+            write_table(df, out / "formats.parquet", store.checksum)
+            figures.format_sizes(df, out / "formats.png", title)
+        if "redundancy" in args.parts:
+            import pandas as pd
+
+            ev = client.scatter(store.events(), broadcast=True)  # sent once, shared by the batch-size tasks
+            futures = [client.submit(batch_redundancy, ev, store.num_nodes, [bs], k=args.neighbors, pure=False)
+                       for bs in args.batch_sizes]
+            df = pd.concat([f.result() for f in futures], ignore_index=True)
+            write_table(df, out / "redundancy.parquet", store.checksum)
+            figures.redundancy_by_batch(df, out / "redundancy.png", title)
+
+
 def cmd_info(args) -> None:
     from .data.store import open_store
 
@@ -135,7 +193,7 @@ def cmd_check_config(args) -> None:
     print(yaml.safe_dump(load_config(args.config), sort_keys=False), end="")
 
 
-COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "info": cmd_info, "check-config": cmd_check_config}
+COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,8 @@ def workdir(tmp_path, datasets):
         else:
             shutil.copy(src, tmp_path / name)
     shutil.copytree(FIX, tmp_path / "data")
-    cfg = {"ingest_threads": 1, "dask": {"workers": 1, "processes": False}, "datasets": datasets}
+    cfg = {"ingest_threads": 1, "dask": {"workers": 1, "processes": False}, "datasets": datasets,
+           "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
@@ -61,6 +62,14 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
         assert (wd / "results" / "logs" / "ingest" / f"{name}.log").exists()
         assert (wd / "results" / "benchmarks" / "ingest" / f"{name}.tsv").exists()
     assert open_store(wd / "results" / "as" / "store.zarr").times.tolist() == [19971108, 19971109, 19971110]
+    for name in TINY:
+        analysis = wd / "results" / name / "analysis"
+        assert (analysis / "overlap.png").exists() and (analysis / "formats.png").exists()
+        formats = pd.read_parquet(analysis / "formats.parquet")
+        assert sorted(formats["edge_life"].unique()) == [1, 2]
+        assert (analysis / "redundancy.parquet").exists() == (name == "toy")  # only event streams
+    red = pd.read_parquet(wd / "results" / "toy" / "analysis" / "redundancy.parquet")
+    assert red["batch_size"].tolist() == [2, 4] and red["mean_eta1"].between(0, 1).all()
     # Nothing to do on a second run: outputs are up to date.
     again = snakemake(wd, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -213,7 +213,7 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
         return [one(k) for k in ks]
 
     parts = [p for g in _run_tasks(group, _groups(count, 4 * threads), threads) for p in g]
-    parts = _apply_edge_life(parts, n, edge_life, threads)
+    parts = smooth_edge_life(parts, n, edge_life, threads)
     empty_ids = [k for k, p in enumerate(parts) if p[0].shape[0] == 0]
     if empty_ids:
         if empty == "error":
@@ -224,7 +224,10 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
     return _concat(parts, times, n, directed)
 
 
-def _apply_edge_life(parts, n: int, life: int, threads: int):
+def smooth_edge_life(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, life: int,
+                     threads: int = 1) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Edge-life smoothing of a list of (row, col, weight) snapshots: part t becomes the weighted
+    union of parts t-l+1..t (see the module docstring)."""
     if life == 1:
         return parts
     def smooth(ks):

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
@@ -59,5 +60,70 @@ def load_variation(stats: pd.DataFrame, out_png: str | Path, title: str = "") ->
         a.set_ylabel("snapshots")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_png)
+
+
+def overlap_by_frame(overlap: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """PiPAD's overlap rate of frames against frame size, and what overlap-aware transfer saves."""
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    sizes = sorted(overlap["frame_size"].unique())
+    data = [overlap.loc[overlap["frame_size"] == s, "overlap_rate"] for s in sizes]
+    ax[0].boxplot(data, tick_labels=[str(s) for s in sizes])
+    ax[0].set_xlabel("snapshots per frame (S)")
+    ax[0].set_ylabel("overlap rate |∩E| / mean |E|")
+    ax[0].set_ylim(0, 1.02)
+    ax[0].set_title("overlap of a frame's snapshots")
+    saving = overlap.groupby("frame_size")["index_transfer_saving"].median()
+    ax[1].bar([str(s) for s in saving.index], saving.values, color="tab:green")
+    ax[1].axhline(1.0, color="grey", lw=0.8)
+    ax[1].set_xlabel("snapshots per frame (S)")
+    ax[1].set_ylabel("edge indices: per-snapshot / overlap-aware")
+    ax[1].set_title("transfer saving (median over frames)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_png)
+
+
+def format_sizes(formats: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Adjacency size in CSR, COO and sliced CSR, and graph-difference transfer against full transfer,
+    per edge life."""
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    lives = sorted(formats["edge_life"].unique())
+    totals = formats.groupby("edge_life")[["csr_words", "coo_words", "sliced_words"]].sum()
+    width = 0.8 / 3
+    for i, (col, label) in enumerate((("csr_words", "CSR"), ("coo_words", "COO"), ("sliced_words", "sliced CSR"))):
+        ax[0].bar(np.arange(len(lives)) + (i - 1) * width, totals.loc[lives, col] / 1e6, width, label=label)
+    ax[0].set_xticks(np.arange(len(lives)), [f"l={l}" for l in lives])
+    ax[0].set_ylabel("million words, all snapshots")
+    ax[0].set_title("adjacency size by format")
+    ax[0].legend(fontsize=8)
+    for l in lives:
+        sub = formats[formats["edge_life"] == l]
+        ax[1].plot(sub["snapshot"], sub["diff_saving"], label=f"edge life {l}")
+    ax[1].axhline(1.0, color="grey", lw=0.8)
+    ax[1].set_xlabel("snapshot")
+    ax[1].set_ylabel("full bytes / difference bytes")
+    ax[1].set_title("graph-difference transfer (ESDG)")
+    ax[1].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_png)
+
+
+def redundancy_by_batch(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Sven's dispatch (η1) and aggregation (η2) redundancy against batch size."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.plot(table["batch_size"], table["mean_eta1"], "o-", label="dispatch η1 (sampled vertices)")
+    ax.plot(table["batch_size"], table["mean_eta2"], "s-", label="aggregation η2 (batch vertices)")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("batch size (events)")
+    ax.set_ylabel("redundancy rate")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
     fig.tight_layout()
     return save(fig, out_png)
