@@ -2,9 +2,9 @@
 
 import sys
 
-from . import bench_ingest, bench_stats
+from . import bench_analyze, bench_ingest, bench_stats
 
-BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main}
+BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main}
 
 
 def main(argv: list[str]) -> int:
