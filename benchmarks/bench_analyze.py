@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 
 from .bench_stats import make_store
-from .common import bench_dir, median_time, row
+from .common import bench_dir, worker_scaling
 
 
 def main(num_edges: int | None = None, repeats: int = 3) -> dict:
-    from dynagnn.analysis.parallel import dask_client
     from dynagnn.analysis.reuse import formats_table, overlap_table
     from dynagnn.data.store import open_store
 
@@ -26,14 +25,7 @@ def main(num_edges: int | None = None, repeats: int = 3) -> dict:
         overlap_table(path, client, progress=False)
         formats_table(path, client, progress=False)
 
-    result = {}
-    for workers in (1, 2):
-        with dask_client(workers, processes=True) as client:
-            t, _ = median_time(lambda: run(client), repeats, warmup=1)
-        result[workers] = t
-        print(row(f"LocalCluster, {workers} worker process(es)", t))
-    print(f"  speed-up 2 workers / 1 worker: {result[1] / result[2]:.2f}x")
-    return {"t1_s": result[1], "t2_s": result[2], "speedup": result[1] / result[2]}
+    return worker_scaling(run, repeats)
 
 
 if __name__ == "__main__":

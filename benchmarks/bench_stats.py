@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .common import bench_dir, median_time, row
+from .common import bench_dir, worker_scaling
 
 
 def make_store(path, num_nodes: int, num_edges: int, num_snapshots: int):
@@ -17,7 +17,6 @@ def make_store(path, num_nodes: int, num_edges: int, num_snapshots: int):
 
 
 def main(num_edges: int | None = None, repeats: int = 3) -> dict:
-    from dynagnn.analysis.parallel import dask_client
     from dynagnn.analysis.stats import compute_stats
     from dynagnn.data.store import open_store
 
@@ -29,14 +28,7 @@ def main(num_edges: int | None = None, repeats: int = 3) -> dict:
     store = open_store(path)
     nnz = int(store.offsets[-1])
     print(f"\n== stats: {T} snapshots, {nnz:,} stored edges (undirected, both directions), {store.num_nodes:,} nodes")
-    result = {}
-    for workers in (1, 2):
-        with dask_client(workers, processes=True) as client:
-            t, _ = median_time(lambda: compute_stats(path, client, progress=False), repeats, warmup=1)
-        result[workers] = t
-        print(row(f"LocalCluster, {workers} worker process(es)", t))
-    print(f"  speed-up 2 workers / 1 worker: {result[1] / result[2]:.2f}x")
-    return {"t1_s": result[1], "t2_s": result[2], "speedup": result[1] / result[2]}
+    return worker_scaling(lambda client: compute_stats(path, client, progress=False), repeats)
 
 
 if __name__ == "__main__":

@@ -42,3 +42,19 @@ def interleaved_medians(fns: dict, rounds: int = 5, warmup: int = 1) -> dict[str
             if r >= warmup:
                 times[name].append(time.perf_counter() - t0)
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def worker_scaling(run, repeats: int = 3, workers=(1, 2)) -> dict:
+    """Median time of ``run(client)`` on LocalClusters of 1 and 2 worker processes, printed with the
+    speed-up."""
+    from dynagnn.analysis.parallel import dask_client
+
+    result = {}
+    for n in workers:
+        with dask_client(n, processes=True) as client:
+            t, _ = median_time(lambda: run(client), repeats, warmup=1)
+        result[n] = t
+        print(row(f"LocalCluster, {n} worker process(es)", t))
+    lo, hi = workers[0], workers[-1]
+    print(f"  speed-up {hi} workers / {lo} worker: {result[lo] / result[hi]:.2f}x")
+    return {"t1_s": result[lo], "t2_s": result[hi], "speedup": result[lo] / result[hi]}
