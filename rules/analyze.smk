@@ -90,3 +90,31 @@ rule redundancy:
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts redundancy "
         "--batch-sizes {params.batches} --neighbors {params.k} --workers {threads} {params.dask} > {log:q} 2>&1"
+
+
+rule partitions:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+    output:
+        table=f"{RESULTS}/{{dataset}}/analysis/partitions.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/analysis/partitions.png",
+            caption="../workflow/report/partitions.rst",
+            category="Partitions",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/analysis/partitions.pdf",
+    log:
+        f"{RESULTS}/logs/partitions/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/partitions/{{dataset}}.tsv"
+    threads: config["dask"]["workers"]
+    params:
+        dask=dask_flags,
+        outdir=lambda w: f"{RESULTS}/{w.dataset}/analysis",
+        workers=" ".join(str(s) for s in config["analysis"]["partition_workers"]),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts partitions "
+        "--partition-workers {params.workers} --workers {threads} {params.dask} > {log:q} 2>&1"

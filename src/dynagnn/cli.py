@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--batch-sizes", nargs="+", type=int, default=[200, 500, 1000, 2000, 4000],
                     help="events per batch (Sven)")
     an.add_argument("--neighbors", type=int, default=10, help="k most recent neighbours sampled per event")
+    an.add_argument("--partition-workers", nargs="+", type=int, default=[2, 4, 8],
+                    help="worker counts for the partitioners")
     _dask_args(an)
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
@@ -79,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-ANALYSES = ("overlap", "formats", "redundancy")
+ANALYSES = ("overlap", "formats", "redundancy", "partitions")
 
 
 def _dask_args(p: argparse.ArgumentParser) -> None:
@@ -147,6 +149,10 @@ def cmd_analyze(args) -> None:
     bad = [s for s in args.frame_sizes if not 2 <= s <= store.num_snapshots]
     if "overlap" in args.parts and bad:
         raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
+    if "partitions" in args.parts:
+        from .analysis.partitions import check_workers
+
+        check_workers(store, args.partition_workers)
     out = args.out_dir
     with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
         if "overlap" in args.parts:
@@ -157,6 +163,12 @@ def cmd_analyze(args) -> None:
             df = formats_table(args.store, client, args.edge_lives, progress=not args.quiet)
             write_table(df, out / "formats.parquet", store.checksum)
             figures.format_sizes(df, out / "formats.png", title)
+        if "partitions" in args.parts:
+            from .analysis.partitions import partition_table
+
+            df = partition_table(args.store, client, args.partition_workers)
+            write_table(df, out / "partitions.parquet", store.checksum)
+            figures.partition_quality(df, out / "partitions.png", title)
         if "redundancy" in args.parts:
             import pandas as pd
 

@@ -28,7 +28,8 @@ def workdir(tmp_path, datasets):
             shutil.copy(src, tmp_path / name)
     shutil.copytree(FIX, tmp_path / "data")
     cfg = {"ingest_threads": 1, "dask": {"workers": 1, "processes": False}, "datasets": datasets,
-           "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2}}
+           "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2,
+                        "partition_workers": [2]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 

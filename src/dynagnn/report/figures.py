@@ -127,3 +127,29 @@ def redundancy_by_batch(table: pd.DataFrame, out_png: str | Path, title: str = "
         ax.set_title(title)
     fig.tight_layout()
     return save(fig, out_png)
+
+
+def partition_quality(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Per vertex partitioner and worker count: edge cut, Sven's maximum per-worker volume, and
+    ESDG's volume summed over snapshots; per temporal partitioner: edge balance of the workers."""
+    vertex = table[table["edge_cut"].notna()]
+    temporal = table[table["edge_cut"].isna()]
+    metrics = (("edge_cut", "edge cut (union graph)"), ("max_part_comm", "max per-worker volume (Sven)"),
+               ("snapshot_volume", "volume over snapshots (ESDG)"), ("edge_balance", "temporal: max/mean edges"))
+    fig, ax = plt.subplots(1, 4, figsize=(16, 3.8))
+    workers = sorted(table["workers"].unique())
+    for a, (col, label) in zip(ax, metrics):
+        sub = temporal if col == "edge_balance" else vertex
+        methods = list(dict.fromkeys(sub["method"]))
+        width = 0.8 / max(len(methods), 1)
+        for i, m in enumerate(methods):
+            vals = [sub[(sub["method"] == m) & (sub["workers"] == w)][col].mean() for w in workers]
+            a.bar(np.arange(len(workers)) + (i - (len(methods) - 1) / 2) * width, vals, width, label=m)
+        a.set_xticks(np.arange(len(workers)), [str(w) for w in workers])
+        a.set_xlabel("workers")
+        a.set_title(label, fontsize=10)
+        a.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, out_png)
