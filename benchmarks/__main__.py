@@ -2,9 +2,10 @@
 
 import sys
 
-from . import bench_analyze, bench_ingest, bench_stats
+from . import bench_analyze, bench_ingest, bench_partition, bench_stats
 
-BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main}
+BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main,
+           "partition": bench_partition.main}
 
 
 def main(argv: list[str]) -> int:
