@@ -118,3 +118,34 @@ rule partitions:
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts partitions "
         "--partition-workers {params.workers} --workers {threads} {params.dask} > {log:q} 2>&1"
+
+
+rule cache:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+    output:
+        table=f"{RESULTS}/{{dataset}}/analysis/cache.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/analysis/cache.png",
+            caption="../workflow/report/cache.rst",
+            category="Feature cache",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/analysis/cache.pdf",
+    log:
+        f"{RESULTS}/logs/cache/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/cache/{{dataset}}.tsv"
+    threads: config["dask"]["workers"]
+    params:
+        dask=dask_flags,
+        outdir=lambda w: f"{RESULTS}/{w.dataset}/analysis",
+        batch=config["analysis"]["cache"]["batch_size"],
+        fanouts=" ".join(str(s) for s in config["analysis"]["cache"]["fanouts"]),
+        fractions=" ".join(str(s) for s in config["analysis"]["cache"]["fractions"]),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts cache "
+        "--cache-batch-size {params.batch} --cache-fanouts {params.fanouts} "
+        "--cache-fractions {params.fractions} --workers {threads} {params.dask} > {log:q} 2>&1"

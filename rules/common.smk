@@ -53,7 +53,7 @@ def all_outputs():
     outs = []
     for d in DATASETS:
         outs += [f"{RESULTS}/{d}/store.zarr", f"{RESULTS}/{d}/stats.parquet", f"{RESULTS}/{d}/stats.png"]
-        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet", "partitions.parquet")]
+        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet", "partitions.parquet", "cache.parquet")]
         if config["datasets"][d]["format"] not in NO_EVENTS:
             outs.append(f"{RESULTS}/{d}/analysis/redundancy.parquet")
     return outs

@@ -91,8 +91,9 @@ def test_analyze_tables_and_bad_requests(tmp_path, capsys):
     assert main(["-q", "ingest", "--spec", spec(), "--dataset", "toy", "--out", str(out)]) == 0
     adir = tmp_path / "analysis"
     assert main(["-q", "analyze", str(out), "--out-dir", str(adir), "--threads-only", "--frame-sizes", "2",
-                 "--edge-lives", "1", "--batch-sizes", "2", "--neighbors", "1", "--partition-workers", "2"]) == 0
-    for name in ("overlap", "formats", "redundancy", "partitions"):
+                 "--edge-lives", "1", "--batch-sizes", "2", "--neighbors", "1", "--partition-workers", "2",
+                 "--cache-batch-size", "2", "--cache-fanouts", "2", "2"]) == 0
+    for name in ("overlap", "formats", "redundancy", "partitions", "cache"):
         assert (adir / f"{name}.parquet").exists() and (adir / f"{name}.png").exists()
     st = open_store(out)
     assert pd.read_parquet(adir / "formats.parquet")["nnz"].tolist() == np.diff(st.offsets).tolist()

@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--neighbors", type=int, default=10, help="k most recent neighbours sampled per event")
     an.add_argument("--partition-workers", nargs="+", type=int, default=[2, 4, 8],
                     help="worker counts for the partitioners")
+    an.add_argument("--cache-batch-size", type=int, default=256, help="training nodes per mini-batch (BGL cache)")
+    an.add_argument("--cache-fanouts", nargs="+", type=int, default=[15, 10, 5], help="neighbours sampled per hop")
+    an.add_argument("--cache-fractions", nargs="+", type=float, default=[0.01, 0.05, 0.1, 0.2, 0.5],
+                    help="cache sizes as fractions of the vertices")
     _dask_args(an)
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
@@ -81,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-ANALYSES = ("overlap", "formats", "redundancy", "partitions")
+ANALYSES = ("overlap", "formats", "redundancy", "partitions", "cache")
 
 
 def _dask_args(p: argparse.ArgumentParser) -> None:
@@ -169,6 +173,13 @@ def cmd_analyze(args) -> None:
             df = partition_table(args.store, client, args.partition_workers)
             write_table(df, out / "partitions.parquet", store.checksum)
             figures.partition_quality(df, out / "partitions.png", title)
+        if "cache" in args.parts:
+            from .analysis.cache import store_cache_table
+
+            df = store_cache_table(args.store, client, batch_size=args.cache_batch_size,
+                                   fanouts=args.cache_fanouts, fractions=args.cache_fractions)
+            write_table(df, out / "cache.parquet", store.checksum)
+            figures.cache_hit_ratio(df, out / "cache.png", title)
         if "redundancy" in args.parts:
             import pandas as pd
 

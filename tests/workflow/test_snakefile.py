@@ -29,7 +29,7 @@ def workdir(tmp_path, datasets):
     shutil.copytree(FIX, tmp_path / "data")
     cfg = {"ingest_threads": 1, "dask": {"workers": 1, "processes": False}, "datasets": datasets,
            "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2,
-                        "partition_workers": [2]}}
+                        "partition_workers": [2], "cache": {"batch_size": 4, "fanouts": [2, 2], "fractions": [0.1, 0.5]}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
@@ -65,7 +65,8 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     assert open_store(wd / "results" / "as" / "store.zarr").times.tolist() == [19971108, 19971109, 19971110]
     for name in TINY:
         analysis = wd / "results" / name / "analysis"
-        assert (analysis / "overlap.png").exists() and (analysis / "formats.png").exists()
+        for fig in ("overlap", "formats", "partitions", "cache"):
+            assert (analysis / f"{fig}.png").exists()
         formats = pd.read_parquet(analysis / "formats.parquet")
         assert sorted(formats["edge_life"].unique()) == [1, 2]
         assert (analysis / "redundancy.parquet").exists() == (name == "toy")  # only event streams

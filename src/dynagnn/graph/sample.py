@@ -106,3 +106,126 @@ class TemporalNeighbors:
             neighbors[valid] = self.nbr[idx[valid]]
             edge_times[valid] = self.time[idx[valid]]
         return neighbors, edge_times, counts
+
+
+# --------------------------------------------------------------------------------------------
+# Static-graph neighbour sampling (GraphSAGE / DGL style, as BGL trains with)
+# --------------------------------------------------------------------------------------------
+
+from typing import NamedTuple  # noqa: E402
+
+
+
+class SampledHop(NamedTuple):
+    """One hop of a sampled mini-batch.
+
+    nodes int64 [F]: the hop's (sorted, distinct) destination nodes; hop 0 holds the seeds.
+    nbr_ptr int64 [F+1]: neighbours sampled for ``nodes[i]`` are ``nbrs[nbr_ptr[i]:nbr_ptr[i+1]]``.
+    nbrs int64 [S]: sampled neighbour ids (distinct within one node's list, since sampling is
+    without replacement and the CSR has no duplicate edges).
+    """
+
+    nodes: np.ndarray
+    nbr_ptr: np.ndarray
+    nbrs: np.ndarray
+
+
+class NeighborSampler:
+    """Uniform multi-hop neighbour sampler over a static CSR graph (GraphSAGE, DGL, BGL).
+
+    indptr int64 [N+1], indices int64 [nnz]: the CSR (neighbours of v are
+    ``indices[indptr[v]:indptr[v+1]]``). ``fanouts[h]`` neighbours are drawn for every node of
+    hop h, hop 0 being the seeds (so (15, 10, 5) takes 15 neighbours of each seed, 10 of each
+    node reached then, 5 of the next). Each node gets ``min(degree, fanout)`` neighbours drawn
+    uniformly *without replacement*: a random 32-bit key per candidate edge and a segment-wise
+    top-k through one argsort of the composite key ``segment * 2**32 + key``; nodes of degree
+    <= fanout keep all their neighbours. As in DGL, the next hop's nodes are the union of this
+    hop's nodes and their sampled neighbours (a GraphSAGE layer also reads the node's own
+    feature), so the last hop's union is the set of input nodes.
+
+    Deterministic: the generator is seeded once in the constructor and advanced by every call,
+    so the same seed and the same sequence of calls give the same samples.
+    """
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, fanouts=(15, 10, 5),
+                 seed: int = 0) -> None:
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.indices = np.asarray(indices, dtype=np.int64)
+        if self.indptr.ndim != 1 or self.indptr.size < 1 or self.indptr[-1] != self.indices.size:
+            raise ValueError("indptr must be 1-D with indptr[-1] == len(indices)")
+        self.fanouts = tuple(int(f) for f in fanouts)
+        if any(f < 0 for f in self.fanouts):
+            raise ValueError("fanouts must be >= 0")
+        self.num_nodes = self.indptr.size - 1
+        self.rng = np.random.default_rng(seed)
+
+    def _sample_hop(self, nodes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nbr_ptr [F+1], nbrs [S]) with min(deg, k) uniform neighbours per node."""
+        start = self.indptr[nodes]
+        deg = self.indptr[nodes + 1] - start
+        take = np.minimum(deg, k)
+        nbr_ptr = np.zeros(nodes.size + 1, dtype=np.int64)
+        np.cumsum(take, out=nbr_ptr[1:])
+        nbrs = np.empty(int(nbr_ptr[-1]), dtype=np.int64)
+        # nodes with deg <= k: all neighbours, copied in CSR order
+        full = deg <= k
+        if full.any():
+            fi = np.flatnonzero(full)
+            cnt = deg[fi]
+            tot = int(cnt.sum())
+            seg_first = np.cumsum(cnt) - cnt
+            within = np.arange(tot, dtype=np.int64) - np.repeat(seg_first, cnt)
+            src = np.repeat(start[fi], cnt) + within
+            dst = np.repeat(nbr_ptr[fi], cnt) + within
+            nbrs[dst] = self.indices[src]
+        # nodes with deg > k: random key per candidate edge, k smallest keys per segment
+        part = ~full
+        if part.any() and k > 0:
+            pi = np.flatnonzero(part)
+            cnt = deg[pi]
+            tot = int(cnt.sum())
+            seg = np.repeat(np.arange(pi.size, dtype=np.int64), cnt)
+            seg_first = np.cumsum(cnt) - cnt
+            within = np.arange(tot, dtype=np.int64) - seg_first[seg]
+            key = (seg << 32) | self.rng.integers(0, 1 << 32, size=tot, dtype=np.int64)
+            o = np.argsort(key, kind="stable")          # grouped by segment, random within
+            rank = np.arange(tot, dtype=np.int64) - seg_first[seg]  # seg[o] == seg (sorted)
+            keep = rank < k
+            edges = o[keep]                              # candidate positions, k per segment
+            s = seg[edges]
+            dst = nbr_ptr[pi][s] + rank[keep]
+            nbrs[dst] = self.indices[start[pi][s] + within[edges]]
+        return nbr_ptr, nbrs
+
+    def sample(self, seeds: np.ndarray) -> list[SampledHop]:
+        """Sample the multi-hop neighbourhood of ``seeds`` (int64 [B], duplicates allowed).
+
+        Returns ``len(fanouts)`` :class:`SampledHop` records, hop 0 first (the seeds, sorted
+        and deduplicated), each next hop's ``nodes`` being ``unique(nodes ∪ nbrs)`` of the
+        previous one.
+        """
+        seeds = np.asarray(seeds, dtype=np.int64).ravel()
+        if seeds.size and (seeds.min() < 0 or seeds.max() >= self.num_nodes):
+            raise ValueError("seed ids must lie in [0, num_nodes)")
+        nodes = unique_sorted(seeds)
+        hops = []
+        for k in self.fanouts:
+            nbr_ptr, nbrs = self._sample_hop(nodes, k)
+            hops.append(SampledHop(nodes, nbr_ptr, nbrs))
+            nodes = unique_sorted(np.concatenate([nodes, nbrs]), in_place=True)
+        return hops
+
+    @staticmethod
+    def hops_input_nodes(hops: list[SampledHop]) -> np.ndarray:
+        """int64 [M] sorted distinct ids of every node in ``hops`` (seeds and all neighbours)."""
+        if not hops:
+            return np.zeros(0, dtype=np.int64)
+        return unique_sorted(np.concatenate([hops[-1].nodes, hops[-1].nbrs]), in_place=True)
+
+    def input_nodes(self, seeds: np.ndarray) -> np.ndarray:
+        """int64 [M]: sorted distinct vertices whose features the mini-batch of ``seeds`` needs
+        (the seeds and every sampled neighbour over all hops); draws one :meth:`sample`."""
+        hops = self.sample(seeds)
+        if not hops:
+            return unique_sorted(np.asarray(seeds, dtype=np.int64).ravel())
+        return self.hops_input_nodes(hops)

@@ -153,3 +153,20 @@ def partition_quality(table: pd.DataFrame, out_png: str | Path, title: str = "")
         fig.suptitle(title)
     fig.tight_layout()
     return save(fig, out_png)
+
+
+def cache_hit_ratio(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """BGL's feature cache: hit ratio against cache size per policy, random against proximity order."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    styles = {"random": "--", "proximity": "-"}
+    for (order, policy), sub in table.groupby(["order", "policy"], sort=False):
+        ax.plot(100 * sub["fraction"], sub["hit_ratio"], styles.get(order, "-"), marker="o", label=f"{policy}, {order}")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("cache size (% of vertices)")
+    ax.set_ylabel("hit ratio")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return save(fig, out_png)

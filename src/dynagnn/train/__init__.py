@@ -1,0 +1,1 @@
+"""Training: feature caches (and, later, the epoch engine and strategies)."""
