@@ -13,8 +13,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def save(fig, out_png: str | Path) -> list[Path]:
-    """Save ``fig`` to ``out_png`` and the same stem with .pdf, each through a temporary file."""
+def save(fig, out_png: str | Path, title: str = "") -> list[Path]:
+    """Title and lay out ``fig``, save it to ``out_png`` and the same stem with .pdf, each through a
+    temporary file, and close it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     written = []
@@ -28,6 +32,16 @@ def save(fig, out_png: str | Path) -> list[Path]:
         written.append(path)
     plt.close(fig)
     return written
+
+
+def _grouped_bars(ax, groups: list, series: dict[str, list[float]], xlabel: str, legend_size: int = 8) -> None:
+    """One cluster of bars per group, one bar per series, centred on the group's tick."""
+    width = 0.8 / max(len(series), 1)
+    for i, (label, values) in enumerate(series.items()):
+        ax.bar(np.arange(len(groups)) + (i - (len(series) - 1) / 2) * width, values, width, label=label)
+    ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=legend_size)
 
 
 def load_variation(stats: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -58,10 +72,7 @@ def load_variation(stats: pd.DataFrame, out_png: str | Path, title: str = "") ->
         a.set_title(f"distribution of {col.replace('_', ' ')} ({ratio})")
         a.set_xlabel(col.replace("_", " "))
         a.set_ylabel("snapshots")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
 
 
 def overlap_by_frame(overlap: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -80,10 +91,7 @@ def overlap_by_frame(overlap: pd.DataFrame, out_png: str | Path, title: str = ""
     ax[1].set_xlabel("snapshots per frame (S)")
     ax[1].set_ylabel("edge indices: per-snapshot / overlap-aware")
     ax[1].set_title("transfer saving (median over frames)")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
 
 
 def format_sizes(formats: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -92,13 +100,12 @@ def format_sizes(formats: pd.DataFrame, out_png: str | Path, title: str = "") ->
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
     lives = sorted(formats["edge_life"].unique())
     totals = formats.groupby("edge_life")[["csr_words", "coo_words", "sliced_words"]].sum()
-    width = 0.8 / 3
-    for i, (col, label) in enumerate((("csr_words", "CSR"), ("coo_words", "COO"), ("sliced_words", "sliced CSR"))):
-        ax[0].bar(np.arange(len(lives)) + (i - 1) * width, totals.loc[lives, col] / 1e6, width, label=label)
-    ax[0].set_xticks(np.arange(len(lives)), [f"l={l}" for l in lives])
+    _grouped_bars(ax[0], [f"l={l}" for l in lives],
+                  {label: list(totals.loc[lives, col] / 1e6)
+                   for col, label in (("csr_words", "CSR"), ("coo_words", "COO"), ("sliced_words", "sliced CSR"))},
+                  xlabel="edge life")
     ax[0].set_ylabel("million words, all snapshots")
     ax[0].set_title("adjacency size by format")
-    ax[0].legend(fontsize=8)
     for l in lives:
         sub = formats[formats["edge_life"] == l]
         ax[1].plot(sub["snapshot"], sub["diff_saving"], label=f"edge life {l}")
@@ -107,10 +114,7 @@ def format_sizes(formats: pd.DataFrame, out_png: str | Path, title: str = "") ->
     ax[1].set_ylabel("full bytes / difference bytes")
     ax[1].set_title("graph-difference transfer (ESDG)")
     ax[1].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
 
 
 def redundancy_by_batch(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -123,10 +127,7 @@ def redundancy_by_batch(table: pd.DataFrame, out_png: str | Path, title: str = "
     ax.set_xlabel("batch size (events)")
     ax.set_ylabel("redundancy rate")
     ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
 
 
 def partition_quality(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -140,19 +141,10 @@ def partition_quality(table: pd.DataFrame, out_png: str | Path, title: str = "")
     workers = sorted(table["workers"].unique())
     for a, (col, label) in zip(ax, metrics):
         sub = temporal if col == "edge_balance" else vertex
-        methods = list(dict.fromkeys(sub["method"]))
-        width = 0.8 / max(len(methods), 1)
-        for i, m in enumerate(methods):
-            vals = [sub[(sub["method"] == m) & (sub["workers"] == w)][col].mean() for w in workers]
-            a.bar(np.arange(len(workers)) + (i - (len(methods) - 1) / 2) * width, vals, width, label=m)
-        a.set_xticks(np.arange(len(workers)), [str(w) for w in workers])
-        a.set_xlabel("workers")
+        _grouped_bars(a, workers, {m: [sub[(sub["method"] == m) & (sub["workers"] == w)][col].mean() for w in workers]
+                                   for m in dict.fromkeys(sub["method"])}, xlabel="workers", legend_size=7)
         a.set_title(label, fontsize=10)
-        a.legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
 
 
 def cache_hit_ratio(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
@@ -166,7 +158,4 @@ def cache_hit_ratio(table: pd.DataFrame, out_png: str | Path, title: str = "") -
     ax.set_xlabel("cache size (% of vertices)")
     ax.set_ylabel("hit ratio")
     ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    return save(fig, out_png)
+    return save(fig, out_png, title)
