@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.store import SnapshotStore
+from ..tables import write_table  # noqa: F401  (the analysis stages write through it)
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +79,3 @@ def map_ranges(fn: Callable[..., pd.DataFrame], store_path: str | Path, ranges: 
 
 def workers_of(client) -> int:
     return len(client.scheduler_info().get("workers", {})) if client is not None else 1
-
-
-def write_table(df: pd.DataFrame, out: str | Path, checksum: str) -> Path:
-    """Write a table as Parquet (atomically), keyed by the store's checksum in its metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    meta = {**(table.schema.metadata or {}), b"dynagnn.store_checksum": checksum.encode()}
-    table = table.replace_schema_metadata(meta)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out

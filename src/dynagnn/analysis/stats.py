@@ -94,5 +94,5 @@ def compute_stats(store_path: str | Path, client=None, *, tasks_per_worker: int 
 
 
 def write_stats(df: pd.DataFrame, out: str | Path, checksum: str) -> Path:
-    """Write the statistics table (see :func:`parallel.write_table`)."""
+    """Write the statistics table (see :func:`dynagnn.tables.write_table`)."""
     return write_table(df, out, checksum)

@@ -1,0 +1,128 @@
+"""The GCN graph operator: the normalised adjacency and its sparse-dense product.
+
+Kipf and Welling's propagation matrix ``Â = D^-1/2 (A + I) D^-1/2`` with ``D = rowsum(A + I)``,
+held as a torch sparse CSR tensor ``[N, N]``. Row i of ``Â·X`` aggregates the features of the
+columns j with ``A[i, j] != 0``, which matches PyTorch Geometric's ``GCNConv`` on
+``edge_index = (col, row)`` (messages flow from j to i, degrees counted at the target i).
+
+The normalisation depends only on the snapshot, so it is computed once per snapshot (here, on the
+numpy side, in one pass) and the result is what models receive; the layers never renormalise. That is
+the first thing the PyTorch Geometric Temporal loop repeats every step and dynagnn does not.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+def _csr(crow: np.ndarray, col: np.ndarray, val: np.ndarray, n: int) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col),
+                                       torch.from_numpy(val), size=(n, n), check_invariants=False)
+
+
+def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
+                       self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique).
+
+    Existing self-loops keep their weight and get +1 (as ``A + I`` does); ``weight=None`` means 1.
+    """
+    n = int(num_nodes)
+    row = np.asarray(row, dtype=np.int64)
+    col = np.asarray(col, dtype=np.int64)
+    w = np.ones(row.shape[0], np.float32) if weight is None else np.asarray(weight, np.float32)
+    if self_loops:
+        diag = np.arange(n, dtype=np.int64)
+        row = np.concatenate([row, diag])
+        col = np.concatenate([col, diag])
+        w = np.concatenate([w, np.ones(n, np.float32)])
+    key = row * np.int64(n) + col
+    order = np.argsort(key, kind="stable")
+    key, w = key[order], w[order]
+    if key.shape[0] > 1 and (key[1:] == key[:-1]).any():
+        # only self-loops the graph already had can collide with the added identity
+        first = np.ones(key.shape[0], bool)
+        first[1:] = key[1:] != key[:-1]
+        starts = np.flatnonzero(first)
+        w = np.add.reduceat(w, starts).astype(np.float32)
+        key = key[starts]
+    row, col = key // n, key % n
+    deg = np.bincount(row, weights=w, minlength=n)
+    with np.errstate(divide="ignore"):
+        dinv = np.where(deg > 0, 1.0 / np.sqrt(deg), 0.0)
+    val = (dinv[row] * w * dinv[col]).astype(np.float32)
+    return row, col, val
+
+
+@dataclass
+class Adjacency:
+    """One snapshot's normalised adjacency, ready for the graph operator.
+
+    ``matrix``: torch sparse CSR [N, N] float32 (on whatever device it was moved to);
+    ``num_edges``: nnz of ``Â`` including the self-loops (the cost model's edge count).
+    """
+
+    matrix: torch.Tensor
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.matrix.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.matrix.values().shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.matrix.device
+
+    def to(self, device, non_blocking: bool = False) -> "Adjacency":
+        return Adjacency(self.matrix.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "Adjacency":
+        m = self.matrix
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            pinned = torch.sparse_csr_tensor(m.crow_indices().pin_memory(), m.col_indices().pin_memory(),
+                                             m.values().pin_memory(), size=m.shape, check_invariants=False)
+        return Adjacency(pinned)
+
+    def dense(self) -> torch.Tensor:
+        return self.matrix.to_dense()
+
+    @property
+    def nbytes(self) -> int:
+        m = self.matrix
+        return sum(t.numel() * t.element_size() for t in (m.crow_indices(), m.col_indices(), m.values()))
+
+
+def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
+              self_loops: bool = True) -> Adjacency:
+    """``Â`` of one snapshot's edges as an :class:`Adjacency` (CPU)."""
+    r, c, v = normalized_triples(row, col, weight, num_nodes, self_loops)
+    crow = np.zeros(int(num_nodes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=int(num_nodes)), out=crow[1:])
+    return Adjacency(_csr(crow, np.ascontiguousarray(c), np.ascontiguousarray(v), int(num_nodes)))
+
+
+def aggregate(adj: Adjacency | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The graph operator ``Â·X``: [N, N] sparse times [N, F] dense -> [N, F] (differentiable in X)."""
+    m = adj.matrix if isinstance(adj, Adjacency) else adj
+    return torch.sparse.mm(m, x)
+
+
+def dense_normalized(row, col, weight, num_nodes: int, self_loops: bool = True) -> torch.Tensor:
+    """``Â`` as a dense tensor, computed independently with dense algebra (for tests and tiny graphs)."""
+    a = torch.zeros(num_nodes, num_nodes, dtype=torch.float64)
+    w = torch.ones(len(row), dtype=torch.float64) if weight is None else torch.as_tensor(np.asarray(weight), dtype=torch.float64)
+    a.index_put_((torch.as_tensor(np.asarray(row)), torch.as_tensor(np.asarray(col))), w, accumulate=True)
+    if self_loops:
+        a = a + torch.eye(num_nodes, dtype=torch.float64)
+    d = a.sum(1)
+    dinv = torch.where(d > 0, d.rsqrt(), torch.zeros_like(d))
+    return (dinv[:, None] * a * dinv[None, :]).float()

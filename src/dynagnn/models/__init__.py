@@ -1,0 +1,37 @@
+"""Snapshot-based dynamic GNNs (one step per snapshot, see :mod:`.base`), their layers and heads.
+
+``MODELS`` maps a registry key (the config's ``model`` value, each class's ``name``) to its class;
+:func:`build_model` builds one by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from dynagnn.errors import ConfigError
+
+from .base import DynamicGNN, State
+from .evolvegcn import EvolveGCNH, EvolveGCNO
+from .gcrn import GCRN
+from .heads import LinkPredictor, NodeClassifier, NodeRegressor
+from .layers import GCN, GCNLayer, find_gcn_layers
+from .mpnn_lstm import MPNNLSTM
+from .tgcn import TGCN
+from .wdgcn import WDGCN
+
+MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN)}
+
+
+def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
+    """The model registered as ``name``, built with (in_dim, hidden_dim) and its own keyword options."""
+    cls = MODELS.get(name)
+    if cls is None:
+        close = difflib.get_close_matches(str(name), list(MODELS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"model: unknown model {name!r}{hint}; known: {', '.join(MODELS)}")
+    return cls(in_dim, hidden_dim, **kw)
+
+
+__all__ = ["MODELS", "build_model", "DynamicGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
+           "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN",
+           "LinkPredictor", "NodeClassifier", "NodeRegressor"]

@@ -1,0 +1,49 @@
+"""GCRN-GRU (Seo et al., "Structured Sequence Modeling with Graph Convolutional Recurrent Networks",
+ICONIP 2018), with the GCN operator in place of the Chebyshev filter ``*G``.
+
+Seo et al.'s Model 2 replaces every product of a GRU/LSTM by a graph convolution; this is the GRU form
+(PyTorch Geometric Temporal's ``GConvGRU``), with separate filters for the input and the hidden state:
+
+    z_t = σ(Â_t X_t W_xz + Â_t H_{t-1} W_hz + b_z)
+    r_t = σ(Â_t X_t W_xr + Â_t H_{t-1} W_hr + b_r)
+    H̃_t = tanh(Â_t X_t W_xh + Â_t (r_t ⊙ H_{t-1}) W_hh + b_h)
+    H_t = z_t ⊙ H_{t-1} + (1 − z_t) ⊙ H̃_t
+
+X_t [N, F], H [N, H], W_x* [F, H], W_h* [H, H]. The three input filters are one GCNLayer [F, 3H]
+(and z, r's hidden filters one [H, 2H]) so that Â_t X_t is aggregated once, not three times; the bias
+lives on the input side. State ``(H,)`` [N, H], zeros at the start; the step returns H_t.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .base import DynamicGNN, State
+from .layers import GCNLayer, find_gcn_layers
+
+
+class GCRN(DynamicGNN):
+    name = "gcrn"
+
+    def __init__(self, in_dim: int, hidden_dim: int, order: str = "auto"):
+        super().__init__(in_dim, hidden_dim)
+        h = hidden_dim
+        self.conv_x = GCNLayer(in_dim, 3 * h, bias=True, order=order)   # [W_xz ‖ W_xr ‖ W_xh]
+        self.conv_h = GCNLayer(h, 2 * h, bias=False, order=order)       # [W_hz ‖ W_hr]
+        self.conv_hh = GCNLayer(h, h, bias=False, order=order)          # W_hh, on r ⊙ H
+
+    def gcn_layers(self) -> list[GCNLayer]:
+        return find_gcn_layers(self)
+
+    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        return (torch.zeros(num_nodes, self.hidden_dim, device=device),)
+
+    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        (h,) = state
+        xz, xr, xh = self.conv_x(adj, x).chunk(3, dim=1)
+        hz, hr = self.conv_h(adj, h).chunk(2, dim=1)
+        z = torch.sigmoid(xz + hz)
+        r = torch.sigmoid(xr + hr)
+        h_tilde = torch.tanh(xh + self.conv_hh(adj, r * h))
+        h = z * h + (1 - z) * h_tilde
+        return h, (h,)

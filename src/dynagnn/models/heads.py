@@ -1,0 +1,51 @@
+"""Task heads on top of a model's node embeddings h [N, D] (D = the model's ``out_dim``).
+
+All return raw scores (logits, or values for regression); the losses apply the sigmoid/softmax.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _mlp(dim_in: int, hidden: int, dim_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(dim_in, hidden), nn.ReLU(), nn.Linear(hidden, dim_out))
+
+
+class LinkPredictor(nn.Module):
+    """Edge scores as EvolveGCN's link-prediction classifier: ``MLP([h_u ‖ h_v])`` -> logit.
+
+    ``forward(h, pairs)``: ``h`` [N, D], ``pairs`` [2, E] (source row, target row) int64 -> logits [E].
+    The MLP is 2D -> hidden -> 1 with ReLU (hidden defaults to D). Not symmetric in (u, v), as the
+    original, so directed links are scored directionally.
+    """
+
+    def __init__(self, dim: int, hidden: int | None = None):
+        super().__init__()
+        self.mlp = _mlp(2 * dim, hidden or dim, 1)
+
+    def forward(self, h: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        return self.mlp(torch.cat([h[pairs[0]], h[pairs[1]]], dim=1)).squeeze(-1)
+
+
+class NodeClassifier(nn.Module):
+    """Per-node class logits: ``MLP(h)`` [N, D] -> [N, C] (EvolveGCN's node-classification head)."""
+
+    def __init__(self, dim: int, classes: int, hidden: int | None = None):
+        super().__init__()
+        self.mlp = _mlp(dim, hidden or dim, classes)
+
+    def forward(self, h: torch.Tensor, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        return self.mlp(h if nodes is None else h[nodes])
+
+
+class NodeRegressor(nn.Module):
+    """Per-node scalar targets (traffic, case counts): ``MLP(h)`` [N, D] -> [N]."""
+
+    def __init__(self, dim: int, hidden: int | None = None):
+        super().__init__()
+        self.mlp = _mlp(dim, hidden or dim, 1)
+
+    def forward(self, h: torch.Tensor, nodes: torch.Tensor | None = None) -> torch.Tensor:
+        return self.mlp(h if nodes is None else h[nodes]).squeeze(-1)

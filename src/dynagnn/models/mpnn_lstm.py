@@ -1,0 +1,61 @@
+"""MPNN-LSTM (Panagopoulos, Nikolentzos and Vazirgiannis, "Transfer Graph Neural Networks for Pandemic
+Forecasting", AAAI 2021): a 2-layer GCN on every snapshot, then two stacked LSTMs along time.
+
+Per snapshot t, with X_t [N, F]:
+
+    H1_t = ReLU(Â_t X_t W1 + b1)                  [N, H]
+    H2_t = ReLU(Â_t H1_t W2 + b2)                 [N, H]
+    (a_t, c1_t) = LSTM1([H1_t ‖ H2_t], (a_{t-1}, c1_{t-1}))    2H -> H, per vertex
+    (b_t, c2_t) = LSTM2(a_t, (b_{t-1}, c2_{t-1}))              H -> H, per vertex
+
+Embedding (``embedding="concat"``, default, as the paper and PyG Temporal's ``MPNNLSTM``):
+``[a_t ‖ b_t ‖ X_t]`` [N, 2H + F] — both LSTMs' hidden states plus a skip of the raw features (the
+paper skips the window's raw features; here the current snapshot's, since a step sees one snapshot).
+``embedding="last"``: ``b_t`` [N, H]. Use :attr:`out_dim` for the head's width.
+
+Simplified on purpose: the paper's batch norm and dropout after each GCN layer are left out. Batch
+norm in training mode updates running statistics, so a step would not be a pure function of its
+inputs and a checkpointed recompute would update them twice. State ``(a, c1, b, c2)``, each [N, H].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import DynamicGNN, State
+from .layers import GCNLayer, find_gcn_layers
+
+
+class MPNNLSTM(DynamicGNN):
+    name = "mpnn_lstm"
+
+    def __init__(self, in_dim: int, hidden_dim: int, embedding: str = "concat", order: str = "auto"):
+        super().__init__(in_dim, hidden_dim)
+        if embedding not in ("concat", "last"):
+            raise ValueError(f"MPNN-LSTM embedding must be 'concat' or 'last', got {embedding!r}")
+        self.embedding = embedding
+        self.gcn1 = GCNLayer(in_dim, hidden_dim, order=order)
+        self.gcn2 = GCNLayer(hidden_dim, hidden_dim, order=order)
+        self.lstm1 = nn.LSTMCell(2 * hidden_dim, hidden_dim)
+        self.lstm2 = nn.LSTMCell(hidden_dim, hidden_dim)
+
+    @property
+    def out_dim(self) -> int:
+        return 2 * self.hidden_dim + self.in_dim if self.embedding == "concat" else self.hidden_dim
+
+    def gcn_layers(self) -> list[GCNLayer]:
+        return find_gcn_layers(self)
+
+    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        z = torch.zeros(num_nodes, self.hidden_dim, device=device)
+        return (z, z.clone(), z.clone(), z.clone())
+
+    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        a, c1, b, c2 = state
+        h1 = torch.relu(self.gcn1(adj, x))
+        h2 = torch.relu(self.gcn2(adj, h1))
+        a, c1 = self.lstm1(torch.cat([h1, h2], dim=1), (a, c1))
+        b, c2 = self.lstm2(a, (b, c2))
+        out = torch.cat([a, b, x], dim=1) if self.embedding == "concat" else b
+        return out, (a, c1, b, c2)

@@ -1,0 +1,71 @@
+"""T-GCN (Zhao et al., "T-GCN: A Temporal Graph Convolutional Network for Traffic Prediction", T-ITS 2019).
+
+A GRU whose matrix products are graph convolutions. Two variants, picked by ``graph_input``:
+
+``"xh"`` (default; the authors' reference code, ``tgcn.py``): each gate convolves the concatenation
+``[X_t ‖ H_{t-1}]`` [N, F+H]:
+
+    [r_t ‖ u_t] = σ(Â_t [X_t ‖ H_{t-1}] W_g + b_g)           W_g [F+H, 2H], b_g [2H] (init 1.0)
+    c_t         = tanh(Â_t [X_t ‖ r_t ⊙ H_{t-1}] W_c + b_c)  W_c [F+H, H],  b_c [H]
+    H_t         = u_t ⊙ H_{t-1} + (1 − u_t) ⊙ c_t            [N, H]
+
+``"x"`` (the paper's Eq. 3-6 read literally, as PyTorch Geometric Temporal's ``TGCN`` does): the
+graph convolution sees only X_t, and a dense layer mixes it with the hidden state:
+
+    u_t = σ(W_u [GCN_u(X_t) ‖ H_{t-1}] + b_u),   r_t = σ(W_r [GCN_r(X_t) ‖ H_{t-1}] + b_r)
+    c_t = tanh(W_c [GCN_c(X_t) ‖ r_t ⊙ H_{t-1}] + b_c),   H_t = u_t ⊙ H_{t-1} + (1 − u_t) ⊙ c_t
+    with GCN_*(X) = Â_t X W_* + b_* ([N, H]).
+
+Only ``"x"`` lets PiPAD reuse ``Â_t X_t`` across frames (no aggregation depends on H). State ``(H,)``
+[N, H], zeros at the start; the step returns H_t.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import DynamicGNN, State
+from .layers import GCNLayer, find_gcn_layers
+
+
+class TGCN(DynamicGNN):
+    name = "tgcn"
+
+    def __init__(self, in_dim: int, hidden_dim: int, graph_input: str = "xh", order: str = "auto"):
+        super().__init__(in_dim, hidden_dim)
+        if graph_input not in ("xh", "x"):
+            raise ValueError(f"T-GCN graph_input must be 'xh' or 'x', got {graph_input!r}")
+        self.graph_input = graph_input
+        f, h = in_dim, hidden_dim
+        if graph_input == "xh":
+            self.gates = GCNLayer(f + h, 2 * h, order=order)
+            self.cand = GCNLayer(f + h, h, order=order)
+            with torch.no_grad():
+                self.gates.bias.fill_(1.0)  # as the reference code: gates start open (r ~ u ~ 0.73)
+        else:
+            self.gcn_u = GCNLayer(f, h, order=order)
+            self.gcn_r = GCNLayer(f, h, order=order)
+            self.gcn_c = GCNLayer(f, h, order=order)
+            self.lin_u = nn.Linear(2 * h, h)
+            self.lin_r = nn.Linear(2 * h, h)
+            self.lin_c = nn.Linear(2 * h, h)
+
+    def gcn_layers(self) -> list[GCNLayer]:
+        return find_gcn_layers(self)
+
+    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        return (torch.zeros(num_nodes, self.hidden_dim, device=device),)
+
+    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        (h,) = state
+        if self.graph_input == "xh":
+            g = torch.sigmoid(self.gates(adj, torch.cat([x, h], dim=1)))
+            r, u = g.chunk(2, dim=1)
+            c = torch.tanh(self.cand(adj, torch.cat([x, r * h], dim=1)))
+        else:
+            u = torch.sigmoid(self.lin_u(torch.cat([self.gcn_u(adj, x), h], dim=1)))
+            r = torch.sigmoid(self.lin_r(torch.cat([self.gcn_r(adj, x), h], dim=1)))
+            c = torch.tanh(self.lin_c(torch.cat([self.gcn_c(adj, x), r * h], dim=1)))
+        h = u * h + (1 - u) * c
+        return h, (h,)

@@ -1,0 +1,43 @@
+"""WD-GCN (Manessi, Rozza and Manzo, "Dynamic graph convolutional networks", Pattern Recognition 2020).
+
+Waterfall Dynamic GCN: a WD-GC layer (one GCN whose weights are shared by every snapshot) followed by a
+v-LSTM (one LSTM per vertex, weights shared by all vertices). Per snapshot t, with X_t [N, F]:
+
+    Z_t = ReLU(Â_t X_t Θ + b)                       Θ [F, H]                      (WD-GC)
+    i_t = σ(Z_t W_ii + h_{t-1} W_hi + b_i)          f_t, o_t alike; g_t with tanh  (v-LSTM)
+    c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t                 [N, H]
+    h_t = o_t ⊙ tanh(c_t)                           [N, H]
+
+The LSTM is :class:`torch.nn.LSTMCell` with the N vertices as the batch (gate order i, f, g, o).
+State ``(h, c)``, both [N, H], zeros at the start. The step returns h_t as the embedding.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import DynamicGNN, State
+from .layers import GCNLayer, find_gcn_layers
+
+
+class WDGCN(DynamicGNN):
+    name = "wdgcn"
+
+    def __init__(self, in_dim: int, hidden_dim: int, order: str = "auto"):
+        super().__init__(in_dim, hidden_dim)
+        self.gcn = GCNLayer(in_dim, hidden_dim, order=order)
+        self.lstm = nn.LSTMCell(hidden_dim, hidden_dim)
+
+    def gcn_layers(self) -> list[GCNLayer]:
+        return find_gcn_layers(self)
+
+    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        z = torch.zeros(num_nodes, self.hidden_dim, device=device)
+        return (z, z.clone())
+
+    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        h, c = state
+        z = torch.relu(self.gcn(adj, x))
+        h, c = self.lstm(z, (h, c))
+        return h, (h, c)

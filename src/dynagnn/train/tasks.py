@@ -1,0 +1,268 @@
+"""Training tasks over snapshot windows: what a window's last embedding is asked to predict.
+
+A window ends at snapshot t (it holds t-l+1..t). The tasks:
+
+* ``link``: link prediction of snapshot t+1 from the embeddings at t (EvolveGCN's setting). The
+  positives are t+1's edges (each undirected edge once, no self-loops); training draws ``neg_ratio``
+  uniform non-edges per positive, afresh every epoch; evaluation draws, once and seeded,
+  ``eval_negatives`` corrupted destinations per positive. AUC and AP score the positives against
+  the first corruption of each (a balanced set); MRR ranks each positive among all of its own
+  corruptions.
+* ``classify``: node classification. The targets at t are the labelled vertices active in snapshot
+  t (degree > 0), so a step asks for the class of the vertices the graph shows at that time (for
+  PubMed: papers cited or citing within the edge life). Accuracy and macro-F1.
+* ``regress``: node regression of ``labels[t]`` for every vertex (england_covid case counts). MSE, MAE.
+
+Time steps are split chronologically: the first 70% of the valid window ends train, the next 15%
+validate, the last 15% test (at least one step each).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from dynagnn.errors import ConfigError
+from dynagnn.graph.sortedkeys import isin_sorted
+from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
+from dynagnn.train import metrics as M
+
+TASKS = ("link", "classify", "regress")
+
+
+@dataclass
+class Split:
+    train: list[int]
+    val: list[int]
+    test: list[int]
+
+
+def chronological_split(steps: list[int], val: float = 0.15, test: float = 0.15) -> Split:
+    n = len(steps)
+    if n < 3:
+        raise ConfigError(f"only {n} time step(s) can end a window: need at least 3 (train, validation, "
+                          "test); use a shorter window or more snapshots")
+    n_test = max(1, round(test * n))
+    n_val = max(1, round(val * n))
+    n_train = n - n_val - n_test
+    if n_train < 1:
+        raise ConfigError(f"{n} time steps leave none for training after validation and test")
+    return Split(steps[:n_train], steps[n_train:n_train + n_val], steps[n_train + n_val:])
+
+
+def infer_task(store) -> str:
+    """``classify`` for integer labels, ``regress`` for float labels, else ``link``."""
+    if not store.has("labels/y"):
+        return "link"
+    y = store.root["labels/y"]
+    return "classify" if np.issubdtype(y.dtype, np.integer) else "regress"
+
+
+class Task:
+    name = ""
+    primary = ""        # validation metric early stopping watches
+    maximize = True
+
+    def __init__(self, store, seed: int = 0):
+        self.store = store
+        self.num_nodes = store.num_nodes
+        self.num_snapshots = store.num_snapshots
+        self.seed = int(seed)
+
+    def last_step(self) -> int:
+        return self.num_snapshots - 1
+
+    def steps(self, window: int) -> list[int]:
+        if window < 1:
+            raise ConfigError(f"window {window}: must be at least 1")
+        if window > self.last_step() + 1:
+            raise ConfigError(f"window of {window} snapshots is longer than the {self.num_snapshots} "
+                              f"snapshots the {self.name} task can use")
+        return list(range(window - 1, self.last_step() + 1))
+
+    def head(self, dim: int) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def loss(self, head, h: torch.Tensor, t: int, epoch: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def evaluate(self, head, embeddings: dict[int, torch.Tensor]) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class LinkPrediction(Task):
+    name = "link"
+    primary = "auc"
+
+    def __init__(self, store, seed: int = 0, neg_ratio: int = 1, eval_negatives: int = 20,
+                 max_edges: int | None = None):
+        super().__init__(store, seed)
+        self.neg_ratio = int(neg_ratio)
+        self.eval_negatives = int(eval_negatives)
+        self.max_edges = max_edges
+        self._pos: dict[int, np.ndarray] = {}
+        self._eval: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def last_step(self) -> int:
+        return self.num_snapshots - 2  # the window's t predicts t+1
+
+    def head(self, dim: int):
+        return LinkPredictor(dim)
+
+    def positives(self, t: int) -> np.ndarray:
+        """Sorted keys ``u·N + v`` of snapshot t+1's edges (u < v when undirected), int64."""
+        if t not in self._pos:
+            row, col, _ = self.store.edges(t + 1)
+            keep = row != col if self.store.directed else row < col
+            keys = row[keep] * np.int64(self.num_nodes) + col[keep]
+            if self.max_edges is not None and keys.shape[0] > self.max_edges:
+                rng = np.random.default_rng([self.seed, t, 1])
+                keys = np.sort(rng.choice(keys, self.max_edges, replace=False))
+            self._pos[t] = keys
+        return self._pos[t]
+
+    def _non_edges(self, rng, src: np.ndarray, t: int) -> np.ndarray:
+        """One uniform destination per source that is neither itself nor a positive of t+1."""
+        n = np.int64(self.num_nodes)
+        row, col, _ = self.store.edges(t + 1)
+        edges = row * n + col  # both directions when undirected: excluded either way
+        dst = rng.integers(0, n, size=src.shape[0])
+        for _ in range(20):
+            bad = (dst == src) | isin_sorted(src * n + dst, edges)
+            if not bad.any():
+                break
+            dst[bad] = rng.integers(0, n, size=int(bad.sum()))
+        return dst
+
+    def loss(self, head, h, t, epoch):
+        pos = self.positives(t)
+        n = np.int64(self.num_nodes)
+        rng = np.random.default_rng([self.seed, epoch, t])
+        src = np.repeat(pos // n, self.neg_ratio)
+        neg_dst = self._non_edges(rng, src, t)
+        u = torch.from_numpy(np.concatenate([pos // n, src])).to(h.device)
+        v = torch.from_numpy(np.concatenate([pos % n, neg_dst])).to(h.device)
+        target = torch.cat([torch.ones(pos.shape[0]), torch.zeros(src.shape[0])]).to(h.device)
+        return F.binary_cross_entropy_with_logits(head(h, torch.stack([u, v])), target)
+
+    def eval_pairs(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positive keys [P], corrupted destinations [P, K]), fixed for the run."""
+        if t not in self._eval:
+            pos = self.positives(t)
+            n = np.int64(self.num_nodes)
+            rng = np.random.default_rng([self.seed, t, 2])
+            src = np.repeat(pos // n, self.eval_negatives)
+            neg = self._non_edges(rng, src, t).reshape(-1, self.eval_negatives)
+            self._eval[t] = (pos, neg)
+        return self._eval[t]
+
+    @torch.no_grad()
+    def evaluate(self, head, embeddings):
+        pos_all, neg_all = [], []
+        n = np.int64(self.num_nodes)
+        for t, h in embeddings.items():
+            pos, neg = self.eval_pairs(t)
+            if pos.shape[0] == 0:
+                continue
+            dev = h.device
+            u = torch.from_numpy(pos // n).to(dev)
+            s_pos = head(h, torch.stack([u, torch.from_numpy(pos % n).to(dev)]))
+            k = neg.shape[1]
+            s_neg = head(h, torch.stack([u.repeat_interleave(k), torch.from_numpy(neg.reshape(-1)).to(dev)])).reshape(-1, k)
+            pos_all.append(s_pos.cpu())
+            neg_all.append(s_neg.cpu())
+        if not pos_all:
+            return {"auc": float("nan"), "ap": float("nan"), "mrr": float("nan")}
+        sp, sn = torch.cat(pos_all).numpy(), torch.cat(neg_all).numpy()
+        scores = np.concatenate([sp, sn[:, 0]])
+        labels = np.concatenate([np.ones_like(sp), np.zeros_like(sp)])
+        return {"auc": M.auc(scores, labels), "ap": M.average_precision(scores, labels), "mrr": M.mrr(sp, sn)}
+
+
+class NodeClassification(Task):
+    name = "classify"
+    primary = "accuracy"
+
+    def __init__(self, store, seed: int = 0):
+        super().__init__(store, seed)
+        if not store.has("labels/y"):
+            raise ConfigError(f"{store.path}: node classification needs labels (labels/y), this store has none")
+        y = np.asarray(store.labels())
+        self.static = y.ndim == 1
+        self.labels = torch.from_numpy(y.astype(np.int64))
+        self.num_classes = int(y.max()) + 1
+        if self.num_classes < 2:
+            raise ConfigError(f"{store.path}: node classification needs at least 2 classes, labels have {self.num_classes}")
+        self._targets: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def head(self, dim):
+        return NodeClassifier(dim, self.num_classes)
+
+    def targets(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if t not in self._targets:
+            row, _, _ = self.store.edges(t)
+            active = np.bincount(row, minlength=self.num_nodes) > 0
+            y = self.labels if self.static else self.labels[t]
+            nodes = np.flatnonzero(active & (y.numpy() >= 0))
+            idx = torch.from_numpy(nodes)
+            self._targets[t] = (idx, y[idx])
+        return self._targets[t]
+
+    def loss(self, head, h, t, epoch):
+        idx, y = self.targets(t)
+        idx, y = idx.to(h.device), y.to(h.device)
+        return F.cross_entropy(head(h[idx]), y)
+
+    @torch.no_grad()
+    def evaluate(self, head, embeddings):
+        logits, ys = [], []
+        for t, h in embeddings.items():
+            idx, y = self.targets(t)
+            logits.append(head(h[idx.to(h.device)]).cpu())
+            ys.append(y)
+        lg, y = torch.cat(logits), torch.cat(ys)
+        return {"accuracy": M.accuracy(lg, y), "macro_f1": M.macro_f1(lg, y)}
+
+
+class NodeRegression(Task):
+    name = "regress"
+    primary = "mse"
+    maximize = False
+
+    def __init__(self, store, seed: int = 0):
+        super().__init__(store, seed)
+        if not store.has("labels/y"):
+            raise ConfigError(f"{store.path}: node regression needs targets (labels/y), this store has none")
+        y = np.asarray(store.labels(), dtype=np.float32)
+        if y.ndim != 2 or y.shape[0] != self.num_snapshots:
+            raise ConfigError(f"{store.path}: node regression needs one target per snapshot and vertex "
+                              f"[T, N], labels have shape {list(y.shape)}")
+        self.y = torch.from_numpy(y)
+
+    def head(self, dim):
+        return NodeRegressor(dim)
+
+    def loss(self, head, h, t, epoch):
+        return F.mse_loss(head(h).reshape(-1), self.y[t].to(h.device))
+
+    @torch.no_grad()
+    def evaluate(self, head, embeddings):
+        pred = torch.cat([head(h).reshape(-1).cpu() for h in embeddings.values()])
+        y = torch.cat([self.y[t] for t in embeddings])
+        return {"mse": M.mse(pred, y), "mae": M.mae(pred, y)}
+
+
+def make_task(name: str, store, seed: int = 0, **options) -> Task:
+    name = infer_task(store) if name in (None, "auto") else name
+    if name == "link":
+        return LinkPrediction(store, seed, **options)
+    if options:
+        raise ConfigError(f"options {sorted(options)} apply only to the link task")
+    if name == "classify":
+        return NodeClassification(store, seed)
+    if name == "regress":
+        return NodeRegression(store, seed)
+    raise ConfigError(f"unknown task {name!r}: expected auto, {', '.join(TASKS)}")

@@ -1,0 +1,41 @@
+"""Phase timing: exclusive nesting, epoch totals, summaries."""
+
+import time
+
+import pandas as pd
+
+from dynagnn.train import timers as T
+
+
+def test_nested_phases_are_exclusive_and_sum_to_wall():
+    timer = T.PhaseTimer()
+    start = time.perf_counter()
+    with timer.epoch(0):
+        with timer.phase("rnn"):
+            time.sleep(0.02)
+            with T.section("graph_op"):
+                time.sleep(0.03)
+        time.sleep(0.01)
+    wall = time.perf_counter() - start
+    f = timer.frame().set_index("phase")["seconds"]
+    assert 0.025 <= f["graph_op"] < 0.06
+    assert 0.015 <= f["rnn"] < 0.03          # the inner 30 ms is not counted twice
+    assert f["other"] >= 0.009
+    assert abs(f.sum() - wall) < 0.005
+
+
+def test_section_without_timer_is_free():
+    with T.section("graph_op"):
+        pass
+    assert T.active() is None
+
+
+def test_summary_takes_median_and_drops_warmup():
+    rows = [{"epoch": e, "worker": 0, "phase": "rnn", "seconds": s, "warmup": e == 0, "peak_memory_bytes": 0}
+            for e, s in enumerate([10.0, 1.0, 3.0, 2.0])]
+    med = T.summary(pd.DataFrame(rows))
+    assert med["rnn"] == 2.0
+
+
+def test_peak_memory_positive():
+    assert T.peak_memory_bytes("cpu") > 10 * 2**20

@@ -1,0 +1,93 @@
+"""Graph-difference transfer rebuilds exactly the snapshot a full transfer sends."""
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.data.store import open_store
+from dynagnn.graph.csr import dense_normalized
+from dynagnn.train.timers import PhaseTimer
+from dynagnn.train.transfer import SnapshotFeeder, full_nbytes, host_snapshot, key_diff
+from dynagnn.train.engine import load_host_snapshots
+
+
+def feeder(store, mode, capacity=None, timer=None):
+    return SnapshotFeeder(load_host_snapshots(store), store.features(), store.num_nodes, "cpu", mode,
+                          capacity, timer)
+
+
+def test_diff_rebuilds_every_snapshot(link_store):
+    store = open_store(link_store)
+    full, diff = feeder(store, "full"), feeder(store, "diff")
+    n = store.num_nodes
+    for t in range(store.num_snapshots):
+        a, b = full.adjacency(t), diff.adjacency(t)
+        ref = dense_normalized(*store.edges(t), n)
+        assert torch.equal(a.matrix.crow_indices(), b.matrix.crow_indices())
+        assert torch.equal(a.matrix.col_indices(), b.matrix.col_indices())
+        assert torch.equal(a.matrix.values(), b.matrix.values())
+        torch.testing.assert_close(b.dense(), ref, rtol=1e-6, atol=1e-7)
+    # the first snapshot goes in full, every later one as a difference
+    assert diff.stats["full"] == 1 and diff.stats["diff"] == store.num_snapshots - 1
+    assert full.stats["full"] == store.num_snapshots and full.stats["diff"] == 0
+
+
+def test_bytes_follow_the_model(link_store):
+    store = open_store(link_store)
+    host = load_host_snapshots(store)
+    f = feeder(store, "diff")
+    for t in range(3):
+        f.adjacency(t)
+    d1, d2 = key_diff(host[0], host[1]), key_diff(host[1], host[2])
+    # independent count of the difference: edges of one key set missing from the other
+    for d, (a, b) in ((d1, (0, 1)), (d2, (1, 2))):
+        ka, kb = set(host[a].keys.tolist()), set(host[b].keys.tolist())
+        assert sorted(ka - kb) == d.removed.tolist() and sorted(kb - ka) == d.added.tolist()
+    expected = full_nbytes(host[0]) + d1.nbytes + d2.nbytes
+    assert f.stats["bytes"] == expected
+    assert d1.nbytes == 8 * (len(d1.removed) + len(d1.added)) + 4 * host[1].nnz
+
+
+def test_non_adjacent_request_goes_in_full(link_store):
+    store = open_store(link_store)
+    f = feeder(store, "diff", capacity=1)
+    f.adjacency(0)
+    f.adjacency(2)          # t-1 not resident: full
+    f.adjacency(3)          # t-1 resident: difference
+    assert (f.stats["full"], f.stats["diff"]) == (2, 1)
+
+
+def test_device_copy_is_separate_and_timed(link_store):
+    store = open_store(link_store)
+    timer = PhaseTimer()
+    f = feeder(store, "full", timer=timer)
+    host = load_host_snapshots(store)
+    with timer.epoch(0):
+        adj = f.adjacency(0)
+    adj.matrix.values().zero_()     # a separate buffer: the host copy is untouched
+    assert np.abs(host[0].values).sum() > 0
+    phases = set(timer.frame()["phase"])
+    assert "transfer" in phases
+    assert timer.bytes_moved["full"] == full_nbytes(host[0])
+
+
+def test_host_snapshot_keys_sorted():
+    row = np.array([2, 0, 1, 0]); col = np.array([0, 1, 2, 2])
+    h = host_snapshot(row, col, None, 3)
+    assert np.all(np.diff(h.keys) > 0)
+    assert h.nnz == 4 + 3  # edges and self-loops
+
+
+def test_bad_mode(link_store):
+    with pytest.raises(ValueError, match="transfer mode"):
+        feeder(open_store(link_store), "zip")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_diff_matches_full(link_store):
+    store = open_store(link_store)
+    host = load_host_snapshots(store)
+    full = SnapshotFeeder(host, store.features(), store.num_nodes, "cuda", "full")
+    diff = SnapshotFeeder(host, store.features(), store.num_nodes, "cuda", "diff")
+    for t in range(store.num_snapshots):
+        torch.testing.assert_close(full.adjacency(t).dense(), diff.adjacency(t).dense())
