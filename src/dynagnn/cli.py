@@ -2,6 +2,7 @@
 
     python -m dynagnn ingest  --config config.yaml --dataset collegemsg --out results/collegemsg/store.zarr
     python -m dynagnn stats   results/collegemsg/store.zarr --out results/collegemsg/stats.parquet
+    python -m dynagnn train   results/collegemsg/store.zarr --out-dir results/collegemsg/tgcn/sequential --model tgcn
     python -m dynagnn info    results/collegemsg/store.zarr
 
 Errors in the input (a missing file, a malformed row, a config typo, a store of another version)
@@ -55,9 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--figure", type=Path, help="output figure (PNG; a PDF is written beside it)")
     _dask_args(st)
 
-    an = sub.add_parser("analyze", help="overlap, formats and redundancy tables of a store, on Dask",
+    an = sub.add_parser("analyze", help="overlap, formats, redundancy, partition, cache and volume tables of a store, on Dask",
                         description="PiPAD's frame overlap and sliced-CSR sizes, ESDG's graph-difference "
-                                    "transfer (raw and edge-life smoothed) and Sven's temporal redundancy, "
+                                    "transfer (raw and edge-life smoothed), Sven's temporal redundancy, partition "
+                                    "quality, BGL's cache and modelled against counted communication volume, "
                                     "each a Parquet table and a figure in --out-dir.")
     an.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     an.add_argument("--out-dir", type=Path, required=True, help="directory of the tables and figures")
@@ -74,7 +76,39 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--cache-fanouts", nargs="+", type=int, default=[15, 10, 5], help="neighbours sampled per hop")
     an.add_argument("--cache-fractions", nargs="+", type=float, default=[0.01, 0.05, 0.1, 0.2, 0.5],
                     help="cache sizes as fractions of the vertices")
+    an.add_argument("--volume-layers", type=int, default=2, help="GCN-RNN layers of the volume model")
+    an.add_argument("--volume-hidden", type=int, default=32, help="hidden width of the volume model")
+    an.add_argument("--volume-window", type=int, default=3, help="BLAD snapshot-group window l")
+    an.add_argument("--volume-partitioners", nargs="+", default=["hash", "metis"],
+                    help="vertex partitioners whose volume is counted")
+    an.add_argument("--volume-batch-size", type=int, default=1000, help="events per batch (Sven volumes)")
+    an.add_argument("--volume-memory-dim", type=int, default=100, help="node-memory width d_mem (Sven volumes)")
     _dask_args(an)
+
+    tr = sub.add_parser("train", help="train a dynamic GNN on a store with one strategy",
+                        description="Train one model with one strategy on a snapshot store: windows of "
+                                    "--window snapshots, Adam, evaluation on held-out time steps, early "
+                                    "stopping. Writes metrics.parquet (per epoch), timings.parquet (per "
+                                    "epoch and phase), model.pt (best epoch) and training.png in --out-dir. "
+                                    "Options come from --options (JSON, what the workflow passes), then "
+                                    "from the flags below, which win.")
+    tr.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
+    tr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs")
+    tr.add_argument("--model", help="tgcn, evolvegcn_o, evolvegcn_h, wdgcn, mpnn_lstm or gcrn (default tgcn)")
+    tr.add_argument("--strategy", help="training strategy (default sequential)")
+    tr.add_argument("--options", help="training options as a JSON object (keys of config.yaml's train section)")
+    tr.add_argument("--task", choices=("auto", "link", "classify", "regress"),
+                    help="default auto: classify with integer labels, regress with float labels, else link")
+    tr.add_argument("--epochs", type=int, help="maximum epochs (default 20)")
+    tr.add_argument("--window", type=int, help="snapshots per window, l (default 4)")
+    tr.add_argument("--hidden", type=int, help="embedding width (default 32)")
+    tr.add_argument("--lr", type=float, help="Adam learning rate (default 0.01)")
+    tr.add_argument("--checkpoint-blocks", type=int, help="ESDG time blocks per window; 1 = no checkpointing")
+    tr.add_argument("--transfer", choices=("full", "diff"), help="snapshot transfer: full or ESDG graph difference")
+    tr.add_argument("--device", help="cpu (default), cuda or cuda:N")
+    tr.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
+    tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
@@ -85,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-ANALYSES = ("overlap", "formats", "redundancy", "partitions", "cache")
+ANALYSES = ("overlap", "formats", "redundancy", "partitions", "cache", "volume")
 
 
 def _dask_args(p: argparse.ArgumentParser) -> None:
@@ -153,7 +187,7 @@ def cmd_analyze(args) -> None:
     bad = [s for s in args.frame_sizes if not 2 <= s <= store.num_snapshots]
     if "overlap" in args.parts and bad:
         raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
-    if "partitions" in args.parts:
+    if "partitions" in args.parts or "volume" in args.parts:
         from .analysis.partitions import check_workers
 
         check_workers(store, args.partition_workers)
@@ -180,6 +214,15 @@ def cmd_analyze(args) -> None:
                                    fanouts=args.cache_fanouts, fractions=args.cache_fractions)
             write_table(df, out / "cache.parquet", store.checksum)
             figures.cache_hit_ratio(df, out / "cache.png", title)
+        if "volume" in args.parts:
+            from .analysis.commvolume import volume_table
+
+            df = volume_table(args.store, client, args.partition_workers, layers=args.volume_layers,
+                              hidden=args.volume_hidden, window=args.volume_window,
+                              partitioners=args.volume_partitioners, batch_size=args.volume_batch_size,
+                              neighbors=args.neighbors, memory_dim=args.volume_memory_dim)
+            write_table(df, out / "volume.parquet", store.checksum)
+            figures.volume_model_vs_count(df, out / "volume.png", title)
         if "redundancy" in args.parts:
             import pandas as pd
 
@@ -189,6 +232,33 @@ def cmd_analyze(args) -> None:
             df = pd.concat([f.result() for f in futures], ignore_index=True)
             write_table(df, out / "redundancy.parquet", store.checksum)
             figures.redundancy_by_batch(df, out / "redundancy.png", title)
+
+
+TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
+               "transfer", "device", "threads", "seed")
+
+
+def cmd_train(args) -> None:
+    from .report.figures import training_curves
+    from .train.engine import TrainConfig, train
+
+    options = {}
+    if args.options:
+        try:
+            options = json.loads(args.options)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--options is not valid JSON: {exc}") from exc
+        if not isinstance(options, dict):
+            raise ConfigError("--options must be a JSON object")
+    options.update({k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None})
+    config = TrainConfig.from_dict(options)
+    t0 = time.perf_counter()
+    metrics, _ = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet)
+    best = metrics[metrics["best"]].iloc[0]
+    log.info("%s/%s: %d epochs in %.1fs; best epoch %d: %s", config.model, config.strategy, len(metrics),
+             time.perf_counter() - t0, int(best["epoch"]),
+             ", ".join(f"{k} {best[k]:.4f}" for k in metrics.columns if k.startswith(("val_", "test_"))))
+    training_curves(metrics, args.out_dir / "training.png", f"{args.store.parent.name}: {config.model}, {config.strategy}")
 
 
 def cmd_info(args) -> None:
@@ -216,7 +286,7 @@ def cmd_check_config(args) -> None:
     print(yaml.safe_dump(load_config(args.config), sort_keys=False), end="")
 
 
-COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "info": cmd_info, "check-config": cmd_check_config}
+COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "train": cmd_train, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:

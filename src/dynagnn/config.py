@@ -64,7 +64,42 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(_message(errors[0]))
     for name, spec in cfg["datasets"].items():
         check_dataset(name, spec)
+    check_train(cfg, schema)
     return cfg
+
+
+def check_train(cfg: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Each run names a dataset of the config, and its options are keys of the train section with
+    values of the right type (checked without filling defaults: a run states only what differs)."""
+    section = schema["properties"]["train"]
+    option_schema = {"type": "object", "additionalProperties": False,
+                     "properties": {k: v for k, v in section["properties"].items() if k != "runs"}}
+    for i, run in enumerate(cfg.get("train", {}).get("runs", [])):
+        where = f"train.runs.{i}"
+        if run["dataset"] not in cfg["datasets"]:
+            close = difflib.get_close_matches(run["dataset"], list(cfg["datasets"]), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
+        errors = list(jsonschema.Draft202012Validator(option_schema).iter_errors(run.get("options", {})))
+        if errors:
+            err = errors[0]
+            raise ConfigError(_message(err).replace("config key ", f"config key {where}.options.", 1)
+                              .replace(f"{where}.options.(top level)", f"{where}.options"))
+
+
+def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (dataset, model, strategy) the config trains, with its full options (section defaults
+    overridden by the run's own)."""
+    section = cfg.get("train", {})
+    base = {k: v for k, v in section.items() if k != "runs"}
+    out = []
+    for run in section.get("runs", []):
+        opts = {**base, **run.get("options", {})}
+        for model in run.get("models") or [opts["model"]]:
+            for strategy in run.get("strategies") or [opts["strategy"]]:
+                out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
+                            "options": {**opts, "model": model, "strategy": strategy}})
+    return out
 
 
 def check_dataset(name: str, spec: dict[str, Any]) -> None:

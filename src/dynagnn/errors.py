@@ -34,3 +34,7 @@ class ConfigError(DynagnnError):
 
 class StoreError(DynagnnError):
     """A snapshot store is missing, incomplete or of another schema version."""
+
+
+class CostError(DynagnnError):
+    """A profile table or a fitted cost model is missing, incomplete or of another version."""

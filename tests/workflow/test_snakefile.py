@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from dynagnn.analysis.commvolume import volume_table
 from dynagnn.analysis.stats import compute_stats
 from dynagnn.data.store import open_store
+from dynagnn.train.engine import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "data" / "fixtures"
@@ -29,7 +32,9 @@ def workdir(tmp_path, datasets):
     shutil.copytree(FIX, tmp_path / "data")
     cfg = {"ingest_threads": 1, "dask": {"workers": 1, "processes": False}, "datasets": datasets,
            "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2,
-                        "partition_workers": [2], "cache": {"batch_size": 4, "fanouts": [2, 2], "fractions": [0.1, 0.5]}}}
+                        "partition_workers": [2], "cache": {"batch_size": 4, "fanouts": [2, 2], "fractions": [0.1, 0.5]},
+                        "volume": {"layers": 2, "hidden": 8, "window": 2, "batch_size": 4, "memory_dim": 6}},
+           "train": {"hidden": 4, "window": 2, "epochs": 2, "runs": TRAIN_RUNS}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
@@ -41,6 +46,9 @@ def snakemake(wd, *args):
     return subprocess.run([str(bindir / "snakemake"), "--cores", "2", *args], cwd=wd, env=env,
                           capture_output=True, text=True, timeout=300)
 
+
+TRAIN_RUNS = [{"dataset": "synth", "models": ["tgcn", "evolvegcn_o"], "strategies": ["sequential"],
+               "options": {"lr": 0.02}}]
 
 TINY = {
     "toy": {"format": "snap-edgelist", "path": "data/snap_temporal.txt", "directed": False,
@@ -65,13 +73,32 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     assert open_store(wd / "results" / "as" / "store.zarr").times.tolist() == [19971108, 19971109, 19971110]
     for name in TINY:
         analysis = wd / "results" / name / "analysis"
-        for fig in ("overlap", "formats", "partitions", "cache"):
+        for fig in ("overlap", "formats", "partitions", "cache", "volume"):
             assert (analysis / f"{fig}.png").exists()
+        store = open_store(wd / "results" / name / "store.zarr")
+        vol = pd.read_parquet(analysis / "volume.parquet")
+        pd.testing.assert_frame_equal(vol, volume_table(store.path, None, [2], layers=2, hidden=8, window=2,
+                                                        batch_size=4, neighbors=2, memory_dim=6))
+        meta = pq.read_schema(analysis / "volume.parquet").metadata
+        assert meta[b"dynagnn.store_checksum"].decode() == store.checksum
+        assert set(vol["scheme"]) >= {"vertex", "snapshot", "group"}
+        assert ("sven" in set(vol["scheme"])) == (name == "toy")  # Sven needs an event stream
         formats = pd.read_parquet(analysis / "formats.parquet")
         assert sorted(formats["edge_life"].unique()) == [1, 2]
         assert (analysis / "redundancy.parquet").exists() == (name == "toy")  # only event streams
     red = pd.read_parquet(wd / "results" / "toy" / "analysis" / "redundancy.parquet")
     assert red["batch_size"].tolist() == [2, 4] and red["mean_eta1"].between(0, 1).all()
+    # Training: the rule's outputs are what the library's train() gives for the same options.
+    for model in TRAIN_RUNS[0]["models"]:
+        out = wd / "results" / "synth" / model / "sequential"
+        got = pd.read_parquet(out / "metrics.parquet")
+        cfg = TrainConfig(model=model, hidden=4, window=2, epochs=2, lr=0.02, threads=1)
+        want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / model, cfg, progress=False)
+        cols = [c for c in want.columns if c != "train_seconds"]
+        pd.testing.assert_frame_equal(got[cols], want[cols], rtol=1e-5, atol=1e-6)
+        assert (out / "training.png").exists() and (out / "model.pt").exists()
+        assert set(pd.read_parquet(out / "timings.parquet")["phase"]) >= {"graph_op", "backward", "load"}
+        assert (wd / "results" / "logs" / "train" / "synth" / model / "sequential.log").exists()
     # Nothing to do on a second run: outputs are up to date.
     again = snakemake(wd, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -85,6 +112,11 @@ def test_workflow_config_typo_and_bad_input(tmp_path):
     (wd / "data" / "broken.txt").write_text("1 2 10\n3 4\n")
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
     cfg["datasets"] = {"broken": {**TINY["toy"], "path": "data/broken.txt"}}
+    cfg["train"]["runs"] = [{"dataset": "brokn", "models": ["tgcn"]}]
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    run = snakemake(wd)  # a run on a dataset the config lacks
+    assert run.returncode != 0 and "no dataset 'brokn' (did you mean 'broken'?)" in run.stdout + run.stderr
+    cfg["train"]["runs"] = []
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
     run = snakemake(wd)
     assert run.returncode != 0

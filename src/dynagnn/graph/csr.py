@@ -95,6 +95,11 @@ class Adjacency:
     def dense(self) -> torch.Tensor:
         return self.matrix.to_dense()
 
+    def spmm(self, x: torch.Tensor) -> torch.Tensor:
+        """``Â·X``. A subclass may compute it another way (the PyTorch Geometric baseline of the
+        training benchmark renormalises and scatters here, as ``GCNConv`` does every call)."""
+        return torch.sparse.mm(self.matrix, x)
+
     @property
     def nbytes(self) -> int:
         m = self.matrix
@@ -112,8 +117,9 @@ def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_n
 
 def aggregate(adj: Adjacency | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The graph operator ``Â·X``: [N, N] sparse times [N, F] dense -> [N, F] (differentiable in X)."""
-    m = adj.matrix if isinstance(adj, Adjacency) else adj
-    return torch.sparse.mm(m, x)
+    if isinstance(adj, Adjacency):
+        return adj.spmm(x)
+    return torch.sparse.mm(adj, x)
 
 
 def dense_normalized(row, col, weight, num_nodes: int, self_loops: bool = True) -> torch.Tensor:

@@ -159,3 +159,45 @@ def cache_hit_ratio(table: pd.DataFrame, out_png: str | Path, title: str = "") -
     ax.set_ylabel("hit ratio")
     ax.legend(fontsize=8)
     return save(fig, out_png, title)
+
+
+def training_curves(metrics: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Training loss and every validation/test metric per epoch; the kept (best) epoch is marked."""
+    names = sorted({c.split("_", 1)[1] for c in metrics.columns if c.startswith("val_")})
+    fig, ax = plt.subplots(1, 1 + len(names), figsize=(3.4 * (1 + len(names)), 3.2))
+    ax = np.atleast_1d(ax)
+    ax[0].plot(metrics["epoch"], metrics["loss"], "o-")
+    ax[0].set_ylabel("training loss")
+    for a, name in zip(ax[1:], names):
+        for split, style in (("val", "o-"), ("test", "s--")):
+            a.plot(metrics["epoch"], metrics[f"{split}_{name}"], style, label=split)
+        a.set_ylabel(name)
+        a.legend(fontsize=8)
+    if "best" in metrics and metrics["best"].any():
+        best = int(metrics.loc[metrics["best"], "epoch"].iloc[0])
+        for a in ax:
+            a.axvline(best, color="grey", lw=0.8, ls=":")
+    for a in ax:
+        a.set_xlabel("epoch")
+    return save(fig, out_png, title)
+
+
+def volume_model_vs_count(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Communication volume per scheme (summed over layers, directions and components) against the
+    worker count: the closed form, the volume counted on the real partition, and the paper's formula."""
+    totals = table.groupby(["scheme", "partitioner", "workers"], sort=False)[["modelled", "counted", "paper"]].sum()
+    panels = list(dict.fromkeys((s, p) for s, p, _ in totals.index))
+    cols = min(4, max(1, len(panels)))
+    rows = -(-len(panels) // cols)
+    fig, ax = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+    for a, (scheme, part) in zip(ax.ravel(), panels):
+        sub = totals.xs((scheme, part), level=("scheme", "partitioner"))
+        workers = list(sub.index)
+        _grouped_bars(a, workers, {label: list(sub[col] / 1e6) for col, label in
+                                   (("modelled", "closed form"), ("counted", "counted"), ("paper", "paper"))},
+                      xlabel="workers", legend_size=7)
+        a.set_title(f"{scheme} ({part})", fontsize=10)
+        a.set_ylabel("million elements")
+    for a in ax.ravel()[len(panels):]:
+        a.set_visible(False)
+    return save(fig, out_png, title)

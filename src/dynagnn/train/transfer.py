@@ -86,12 +86,21 @@ def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int) -> Ad
 def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor,
                    values: torch.Tensor, num_nodes: int) -> tuple[Adjacency, torch.Tensor]:
     """Device side: t's adjacency and sorted keys from t-1's sorted keys and the difference."""
-    keep = torch.ones(prev_keys.shape[0], dtype=torch.bool, device=prev_keys.device)
+    common = prev_keys
     if removed.numel():
+        keep = torch.ones(prev_keys.shape[0], dtype=torch.bool, device=prev_keys.device)
         keep[torch.searchsorted(prev_keys, removed)] = False
-    keys = torch.cat([prev_keys[keep], added])
+        common = prev_keys[keep]
+    keys = common
     if added.numel():
-        keys = torch.sort(keys).values
+        # merge two sorted arrays without a sort: each added key lands after the common keys below it
+        # and after the added keys before it
+        slot = torch.searchsorted(common, added) + torch.arange(added.shape[0], device=added.device)
+        keys = torch.empty(common.shape[0] + added.shape[0], dtype=common.dtype, device=common.device)
+        is_added = torch.zeros(keys.shape[0], dtype=torch.bool, device=keys.device)
+        is_added[slot] = True
+        keys[slot] = added
+        keys[~is_added] = common
     if keys.shape[0] != values.shape[0]:
         raise ValueError(f"graph difference does not fit the resident snapshot: {keys.shape[0]} keys "
                          f"for {values.shape[0]} values")

@@ -1,0 +1,155 @@
+"""The schedule stage's output: one versioned JSON plan per (dataset, model, workers).
+
+A plan holds BLAD's two levels (groups per worker; per worker the split of each group between the
+two co-located processes), the baseline they are compared against (BLAD-Even: ESDG-style even group
+split and each group halved between the processes), optionally the operator orders of co-located
+snapshot pairs and PiPAD's per-frame S_per, and the predicted loads of all of them. Loading checks
+the version, and, when asked, that the plan belongs to the expected dataset, model and store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .balance import BalancePlan, balance
+from .groups import GroupPlan, imbalance, plan_groups, sync_fraction, sync_ratio
+from .topology import BatchOrders, plan_operators_batch
+from .tuner import TunerPlan
+
+PLAN_VERSION = 1
+PLAN_KIND = "dynagnn.schedule.plan"
+
+
+@dataclass
+class SchedulePlan:
+    dataset: str
+    model: str
+    group_len: int
+    groups: GroupPlan
+    processes: list[BalancePlan]
+    baseline_groups: GroupPlan
+    baseline_processes: list[BalancePlan]
+    operators: BatchOrders | None = None
+    tuner: TunerPlan | None = None
+    store_checksum: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_workers(self) -> int:
+        return self.groups.num_workers
+
+    def summary(self) -> dict:
+        """Predicted figures: per-worker loads and pipeline makespans, imbalance (max/mean) and the
+        synchronisation share, for the plan and its baseline."""
+        mk = np.array([p.makespan for p in self.processes])
+        mk0 = np.array([p.makespan for p in self.baseline_processes])
+        out = {"worker_loads": self.groups.loads.tolist(), "imbalance": imbalance(self.groups.loads),
+               "baseline_worker_loads": self.baseline_groups.loads.tolist(),
+               "baseline_imbalance": imbalance(self.baseline_groups.loads),
+               "worker_makespans": mk.tolist(), "baseline_worker_makespans": mk0.tolist(),
+               "epoch_time": float(mk.max()), "baseline_epoch_time": float(mk0.max()),
+               "sync_fraction": sync_fraction(mk), "baseline_sync_fraction": sync_fraction(mk0),
+               "sync_ratio": sync_ratio(mk), "baseline_sync_ratio": sync_ratio(mk0),
+               "process_idle_fraction": [p.idle_fraction for p in self.processes],
+               "baseline_process_idle_fraction": [p.idle_fraction for p in self.baseline_processes]}
+        if self.operators is not None:
+            out["overlap_fraction"] = self.operators.overlap_fraction
+            out["default_overlap_fraction"] = self.operators.default_overlap_fraction
+        return out
+
+    def to_dict(self) -> dict:
+        return {"version": PLAN_VERSION, "kind": PLAN_KIND, "dataset": self.dataset, "model": self.model,
+                "workers": self.num_workers, "group_len": self.group_len, "store_checksum": self.store_checksum,
+                "predicted": self.summary(), "groups": self.groups.to_dict(),
+                "processes": [p.to_dict() for p in self.processes],
+                "baseline": {"groups": self.baseline_groups.to_dict(),
+                             "processes": [p.to_dict() for p in self.baseline_processes]},
+                "operators": None if self.operators is None else self.operators.to_dict(),
+                "tuner": None if self.tuner is None else self.tuner.to_dict(), "meta": self.meta}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, *, dataset: str | None = None, model: str | None = None,
+                  store_checksum: str | None = None, source: str | Path | None = None) -> "SchedulePlan":
+        """Parse a plan; InputError (naming ``source``) on bad JSON, another version or kind, or a plan
+        for another dataset, model or store than the ones given."""
+        where = source if source is not None else "<plan json>"
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"not valid JSON ({e.msg}, line {e.lineno})", where) from None
+        if not isinstance(d, dict) or d.get("kind") != PLAN_KIND:
+            raise InputError(f"not a schedule plan (expected kind {PLAN_KIND!r})", where)
+        if d.get("version") != PLAN_VERSION:
+            raise InputError(f"plan version {d.get('version')!r}, this dynagnn reads version {PLAN_VERSION}; "
+                             f"re-run the schedule stage", where)
+        for key, want in (("dataset", dataset), ("model", model), ("store_checksum", store_checksum)):
+            if want is not None and d.get(key) != want:
+                raise InputError(f"plan is for {key} {d.get(key)!r}, expected {want!r}; re-run the schedule "
+                                 f"stage for this {key.replace('_', ' ')}", where)
+        try:
+            return cls(dataset=str(d["dataset"]), model=str(d["model"]), group_len=int(d["group_len"]),
+                       groups=GroupPlan.from_dict(d["groups"]),
+                       processes=[BalancePlan.from_dict(p) for p in d["processes"]],
+                       baseline_groups=GroupPlan.from_dict(d["baseline"]["groups"]),
+                       baseline_processes=[BalancePlan.from_dict(p) for p in d["baseline"]["processes"]],
+                       operators=None if d.get("operators") is None else BatchOrders.from_dict(d["operators"]),
+                       tuner=None if d.get("tuner") is None else TunerPlan.from_dict(d["tuner"]),
+                       store_checksum=d.get("store_checksum"), meta=dict(d.get("meta") or {}))
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"malformed schedule plan ({type(e).__name__}: {e})", where) from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically (temporary file in the same folder, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.to_json())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, dataset: str | None = None, model: str | None = None,
+             store_checksum: str | None = None) -> "SchedulePlan":
+        path = Path(path)
+        if not path.is_file():
+            raise InputError("schedule plan not found", path)
+        return cls.from_json(path.read_text(), dataset=dataset, model=model, store_checksum=store_checksum,
+                             source=path)
+
+
+def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, model: str,
+               strategy: str = "contiguous", balance_method: str = "dp", operator_times=None,
+               operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
+               store_checksum: str | None = None, meta: dict | None = None) -> SchedulePlan:
+    """Plan BLAD's two levels from per-snapshot predicted times.
+
+    fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
+    strategy: "contiguous" (BLAD), "lpt" or "even"; balance_method: "dp", "eq2" or "even";
+    operator_times: optional (agg, upd, rnn) each float [n, 2, L] (rnn may be None) for n co-located
+    snapshot pairs; tuner: an already computed ``tune_frames`` result to record.
+    """
+    groups = plan_groups(fwd, bwd, group_len, num_workers, strategy)
+    processes = [balance(fwd, bwd, group_len, w, balance_method) for w in groups.workers]
+    base = plan_groups(fwd, bwd, group_len, num_workers, "even")
+    base_proc = [balance(fwd, bwd, group_len, w, "even") for w in base.workers]
+    ops = None
+    if operator_times is not None:
+        agg, upd, *rest = operator_times
+        ops = plan_operators_batch(agg, upd, rest[0] if rest else None, operator_method)
+    return SchedulePlan(dataset, model, group_len, groups, processes, base, base_proc, ops, tuner,
+                        store_checksum, dict(meta or {}))

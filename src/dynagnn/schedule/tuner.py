@@ -1,0 +1,203 @@
+r"""PiPAD's dynamic tuner (PiPAD §4.4): snapshots per partition, S_per, for every frame.
+
+A frame (PiPAD: a window of ``frame_size`` consecutive snapshots, stride 1) is cut into partitions
+of S_per consecutive snapshots; a partition's snapshots are aggregated together (one SpMM over the
+overlap adjacency on the coalesced features, plus per-snapshot exclusive parts). For each frame the
+tuner picks S_per from ``options`` (PiPAD: "e.g. 2, 4 & 8"; here 1, 2, 4, 8) in three steps:
+
+1. Memory bound. "The maximal memory consumption in the N-snapshot mode would not exceed N times
+   of that in the one-snapshot computation": S_per is allowed when its predicted partition bytes
+   fit in ``bytes_available``. Pass ``partition_bytes`` [F, n_opt] directly, or ``snapshot_bytes``
+   [F] (one-snapshot peak) and the bound S_per * snapshot_bytes is used.
+2. Speedup estimate. PiPAD reads an offline table of the parallel GNN's speedup over one-snapshot
+   execution against the partition's topology overlap rate OR (Fig. 9a; "simultaneously operating
+   more snapshots normally means more parallelism but lower OR"). ``speedup`` is that table
+   (``SpeedupTable``, built from measurements by ``SpeedupTable.from_measurements``: mean speedup
+   per OR bucket, linear in OR between bucket centres) or a ready array [F, n_opt]. Without one we
+   use the traffic model ``traffic_speedup``: one-at-a-time aggregation reads s*E edges for s
+   snapshots of E edges; the partition reads the OR*E overlap edges once for all s feature blocks
+   and the (1-OR)*E exclusive edges of each snapshot, so speedup = s / (OR + (1-OR) s). This is our
+   stand-in for the unpublished table and ignores the dimension axis (Fig. 9b).
+3. Transfer check. "Reject those schemes rendering the pipeline stall and choose the one with the
+   highest computing speedup from leftovers": with ``transfer_time`` [F, n_opt] (seconds to move
+   one partition) and ``compute_time`` [F] (seconds to compute one snapshot alone), option s
+   stalls when transfer_time > s * compute_time / speedup (the next partition's transfer does not
+   hide under this partition's compute). Skipped when either is None.
+
+Deviations, all documented here: the OR of an option is an input (the analysis stage's
+``overlap.parquet``: the overlap rate of the frame's partitions of that size); ties in speedup go to
+the larger S_per (PiPAD: "larger S_per is preferred"); when every memory-feasible option stalls,
+PiPAD does not say what to do, so we take the option with the least estimated frame time
+(ceil(frame_size / s) partitions of max(transfer, compute) each); a frame where no option fits
+in memory is a ConfigError. Options larger than the frame are not allowed. The cache-size
+decision of the tuner lives with the feature cache, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+
+OPTIONS = (1, 2, 4, 8)
+
+
+def traffic_speedup(s, overlap):
+    """Edge-traffic speedup of aggregating s snapshots together at overlap rate OR: s / (OR + (1-OR) s)."""
+    s = np.asarray(s, dtype=np.float64)
+    o = np.clip(np.asarray(overlap, dtype=np.float64), 0.0, 1.0)
+    return s / (o + (1.0 - o) * s)
+
+
+@dataclass
+class SpeedupTable:
+    """Offline speedup of each S_per over one-snapshot execution by overlap-rate bucket (PiPAD Fig. 9a).
+
+    options: S_per values [n_opt]; edges: OR bucket edges [B+1] over [0, 1]; speedup: [n_opt, B] mean
+    speedup per bucket (NaN where a bucket had no measurement)."""
+
+    options: tuple[int, ...]
+    edges: np.ndarray
+    speedup: np.ndarray
+
+    @classmethod
+    def from_measurements(cls, s_per, overlap_rate, speedup, bins: int = 10) -> "SpeedupTable":
+        s_per = np.asarray(s_per, dtype=np.int64)
+        o = np.clip(np.asarray(overlap_rate, dtype=np.float64), 0.0, 1.0)
+        sp = np.asarray(speedup, dtype=np.float64)
+        if not (s_per.shape == o.shape == sp.shape) or s_per.ndim != 1 or s_per.size == 0:
+            raise ConfigError("speedup measurements: expected three 1-D arrays of equal, non-zero length")
+        opts = tuple(int(x) for x in np.unique(s_per))
+        edges = np.linspace(0.0, 1.0, bins + 1)
+        b = np.clip(np.searchsorted(edges, o, side="right") - 1, 0, bins - 1)
+        table = np.full((len(opts), bins), np.nan)
+        for i, s in enumerate(opts):
+            m = s_per == s
+            sums = np.bincount(b[m], weights=sp[m], minlength=bins)
+            cnt = np.bincount(b[m], minlength=bins)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                table[i] = np.where(cnt > 0, sums / np.maximum(cnt, 1), np.nan)
+        return cls(opts, edges, table)
+
+    def lookup(self, s: int, overlap) -> np.ndarray:
+        """Speedup of option s at the given overlap rates: linear between measured bucket centres,
+        flat beyond the outermost ones; 1.0 for s = 1 when not measured."""
+        o = np.asarray(overlap, dtype=np.float64)
+        if s not in self.options:
+            if s == 1:
+                return np.ones_like(o)
+            raise ConfigError(f"speedup table: no measurements for S_per={s}; measured {list(self.options)}")
+        row = self.speedup[self.options.index(s)]
+        centres = 0.5 * (self.edges[1:] + self.edges[:-1])
+        ok = np.isfinite(row)
+        return np.interp(o, centres[ok], row[ok])
+
+    def to_dict(self) -> dict:
+        return {"options": list(self.options), "edges": self.edges.tolist(),
+                "speedup": [[None if not np.isfinite(v) else float(v) for v in r] for r in self.speedup]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SpeedupTable":
+        sp = np.array([[np.nan if v is None else v for v in r] for r in d["speedup"]], dtype=np.float64)
+        return cls(tuple(int(x) for x in d["options"]), np.asarray(d["edges"], dtype=np.float64), sp)
+
+
+@dataclass
+class TunerPlan:
+    """Per-frame choice: s_per [F], its estimated speedup [F]; memory_ok and stall [F, n_opt] record why
+    options were dropped; fallback [F] marks frames where every option stalled."""
+
+    frame_size: int
+    options: tuple[int, ...]
+    s_per: np.ndarray
+    speedup: np.ndarray
+    memory_ok: np.ndarray
+    stall: np.ndarray
+    fallback: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {"frame_size": self.frame_size, "options": list(self.options), "s_per": self.s_per.tolist(),
+                "speedup": self.speedup.tolist(), "memory_ok": self.memory_ok.astype(int).tolist(),
+                "stall": self.stall.astype(int).tolist(), "fallback": self.fallback.astype(int).tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TunerPlan":
+        return cls(int(d["frame_size"]), tuple(int(x) for x in d["options"]), np.asarray(d["s_per"], dtype=np.int64),
+                   np.asarray(d["speedup"], dtype=np.float64), np.asarray(d["memory_ok"], dtype=bool),
+                   np.asarray(d["stall"], dtype=bool), np.asarray(d["fallback"], dtype=bool))
+
+
+def _per_option(x, name: str, F: int, n: int) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != (F, n):
+        raise ConfigError(f"tuner: {name} must have shape [frames={F}, options={n}], got {x.shape}")
+    return x
+
+
+def tune_frames(overlap, bytes_available: float, *, frame_size: int = 16, options=OPTIONS,
+                partition_bytes=None, snapshot_bytes=None, speedup=None, transfer_time=None,
+                compute_time=None) -> TunerPlan:
+    """S_per for every frame (module docstring).
+
+    overlap: float [F, n_opt] overlap rate of option o's partitions in frame f (1.0 for S_per = 1);
+    bytes_available: device bytes for one partition; partition_bytes [F, n_opt] or snapshot_bytes [F];
+    speedup: SpeedupTable, float [F, n_opt], or None (traffic model); transfer_time [F, n_opt] and
+    compute_time [F] seconds, optional.
+    """
+    options = tuple(int(s) for s in options)
+    if not options or any(s < 1 for s in options) or list(options) != sorted(set(options)):
+        raise ConfigError(f"tuner options: expected increasing positive integers, got {list(options)}")
+    o = np.asarray(overlap, dtype=np.float64)
+    if o.ndim != 2:
+        raise ConfigError(f"tuner: overlap must have shape [frames, options={len(options)}], got {o.shape}")
+    F, n = o.shape[0], len(options)
+    o = _per_option(o, "overlap", F, n)
+    s = np.asarray(options, dtype=np.float64)
+    if partition_bytes is not None:
+        mem = _per_option(partition_bytes, "partition_bytes", F, n)
+    elif snapshot_bytes is not None:
+        sb = np.asarray(snapshot_bytes, dtype=np.float64)
+        if sb.shape != (F,):
+            raise ConfigError(f"tuner: snapshot_bytes must have shape [frames={F}], got {sb.shape}")
+        mem = sb[:, None] * s[None, :]
+    else:
+        raise ConfigError("tuner: give partition_bytes [frames, options] or snapshot_bytes [frames]")
+    memory_ok = (mem <= bytes_available) & (s[None, :] <= frame_size)
+    if not memory_ok.any(axis=1).all():
+        f = int(np.flatnonzero(~memory_ok.any(axis=1))[0])
+        raise ConfigError(f"tuner: frame {f} does not fit even one partition of {options[0]} snapshot(s): needs "
+                          f"{mem[f, 0]:.3g} bytes, {bytes_available:.3g} available")
+    if speedup is None:
+        sp = traffic_speedup(s[None, :], o)
+    elif isinstance(speedup, SpeedupTable):
+        sp = np.stack([speedup.lookup(int(v), o[:, i]) for i, v in enumerate(options)], axis=1)
+    else:
+        sp = _per_option(speedup, "speedup", F, n)
+    if (sp <= 0).any() or not np.isfinite(sp).all():
+        raise ConfigError("tuner: speedups must be finite and positive")
+    if (transfer_time is None) != (compute_time is None):
+        raise ConfigError("tuner: give both transfer_time and compute_time, or neither")
+    if transfer_time is not None:
+        tr = _per_option(transfer_time, "transfer_time", F, n)
+        ct = np.asarray(compute_time, dtype=np.float64)
+        if ct.shape != (F,):
+            raise ConfigError(f"tuner: compute_time must have shape [frames={F}], got {ct.shape}")
+        comp = s[None, :] * ct[:, None] / sp
+        stall = tr > comp
+        frame_time = np.ceil(frame_size / s)[None, :] * np.maximum(tr, comp)
+    else:
+        stall = np.zeros((F, n), dtype=bool)
+        frame_time = None
+    ok = memory_ok & ~stall
+    fallback = ~ok.any(axis=1)
+    # Highest speedup, ties to the larger S_per: score by speedup then option index.
+    score = np.where(ok, sp, -np.inf)
+    best = n - 1 - np.argmax(score[:, ::-1], axis=1)
+    if fallback.any():
+        ft = np.where(memory_ok, frame_time, np.inf)
+        best[fallback] = np.argmin(ft[fallback], axis=1)
+    rows = np.arange(F)
+    return TunerPlan(int(frame_size), options, np.asarray(options, dtype=np.int64)[best], sp[rows, best],
+                     memory_ok, stall, fallback)

@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+
+from dynagnn.errors import ConfigError
+from dynagnn.schedule.balance import (balance, brute_force_splits, dp_splits, eq2_splits, even_splits, makespan,
+                                      simulate, task_times)
+from dynagnn.schedule.groups import group_costs
+
+
+def random_costs(seed, T=None, k=None):
+    rng = np.random.default_rng(seed)
+    T = T or int(rng.integers(4, 9))
+    k = k or int(rng.integers(2, min(T, 5) + 1))
+    fwd = rng.lognormal(sigma=0.8, size=T)
+    bwd = fwd * rng.uniform(1.0, 3.0, size=T)
+    return group_costs(fwd, bwd, k)
+
+
+def test_simulator_hand_example():
+    # two groups of 2 snapshots, split 1|1. l = 1 everywhere, b = 2 everywhere.
+    l = np.ones((2, 2))
+    b = 2 * np.ones((2, 2))
+    trace = []
+    t = simulate([1, 1], l, b, trace)
+    # p1: FA0 [0,1], FA1 [1,2], BA0 waits for Q0 [1,4] -> [4,6], BA1 waits for Q1 [4,7] -> [7,9]
+    got = [(e["proc"], e["task"], e["group"], e["start"], e["end"]) for e in trace]
+    assert ("p1", "FA", 0, 0.0, 1.0) in got and ("p1", "FA", 1, 1.0, 2.0) in got
+    assert ("p2", "Q", 0, 1.0, 4.0) in got and ("p2", "Q", 1, 4.0, 7.0) in got
+    assert ("p1", "BA", 0, 4.0, 6.0) in got and ("p1", "BA", 1, 7.0, 9.0) in got
+    ba0 = next(e for e in trace if e["task"] == "BA" and e["group"] == 0)
+    assert ba0["wait"] == 2.0  # p1 idle from 2 to 4 waiting for the gradient
+    assert t == 9.0 == makespan([1, 1], l, b)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_closed_form_equals_simulation(seed):
+    l, b = random_costs(seed)
+    rng = np.random.default_rng(seed + 100)
+    for _ in range(10):
+        p = rng.integers(0, l.shape[1] + 1, size=l.shape[0])
+        assert np.isclose(simulate(p, l, b), makespan(p, l, b))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dp_optimal_against_brute_force(seed):
+    l, b = random_costs(seed)
+    p, v = dp_splits(l, b)
+    bp, bv = brute_force_splits(l, b)  # simulate() over every split vector
+    assert np.isclose(v, bv)
+    assert np.isclose(simulate(p, l, b), bv)
+    assert simulate(even_splits(*l.shape), l, b) >= bv - 1e-12
+    assert simulate(eq2_splits(l, b), l, b) >= bv - 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dp_optimal_full_range(seed):
+    l, b = random_costs(seed + 50, T=7, k=3)  # 5 groups, p in 0..3: 1024 vectors
+    p, v = dp_splits(l, b, lo=0, hi=3)
+    _, bv = brute_force_splits(l, b, lo=0, hi=3)
+    assert np.isclose(v, bv) and np.isclose(simulate(p, l, b), bv)
+
+
+def test_single_group_and_k1():
+    l, b = random_costs(3, T=5, k=5)
+    p, v = dp_splits(l, b)
+    assert np.isclose(v, l.sum() + b.sum())  # one group: no overlap possible
+    l1, b1 = random_costs(4, T=6, k=1)
+    p1, v1 = dp_splits(l1, b1)
+    assert np.isclose(v1, brute_force_splits(l1, b1)[1])
+
+
+def test_balance_worker_and_errors():
+    rng = np.random.default_rng(0)
+    fwd, bwd = rng.random(12), rng.random(12)
+    plan = balance(fwd, bwd, 4, [3, 4, 5, 6], "dp")
+    even = balance(fwd, bwd, 4, [3, 4, 5, 6], "even")
+    assert even.splits.tolist() == [2, 2, 2, 2]
+    assert plan.makespan <= even.makespan + 1e-12
+    a, c, q = task_times(plan.splits, *group_costs(fwd, bwd, 4, [3, 4, 5, 6]))
+    assert np.isclose(plan.busy.sum(), a.sum() + c.sum() + q.sum())
+    assert 0 <= plan.idle_fraction < 1
+    with pytest.raises(ConfigError):
+        balance(fwd, bwd, 4, [3], "nope")
+    with pytest.raises(ConfigError):
+        dp_splits(np.ones((2, 3)), np.ones((2, 3)), lo=2, hi=1)
+    with pytest.raises(ConfigError):
+        simulate([5, 1], np.ones((2, 3)), np.ones((2, 3)))
