@@ -1,4 +1,4 @@
-# dynagnn workflow: ingest -> store -> analyze (-> profile -> schedule -> train -> report, as they land).
+# dynagnn workflow: ingest -> store -> analyze -> profile -> schedule -> train (-> report, as it lands).
 # Run:   snakemake --cores 2            (the embedded default config.yaml)
 #        snakemake --cores 8 --configfile my.yaml
 #        snakemake --workflow-profile workflow/profiles/slurm
@@ -20,6 +20,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "rules/ingest.smk"
 include: "rules/analyze.smk"
+include: "rules/profile.smk"
+include: "rules/schedule.smk"
 include: "rules/train.smk"
 
 

@@ -2,13 +2,12 @@
 
 import sys
 
-from . import bench_analyze, bench_cost, bench_cache, bench_ingest, bench_partition, bench_stats
+from . import (bench_analyze, bench_cache, bench_cost, bench_ingest, bench_partition, bench_schedule, bench_stats,
+               bench_train)
 
 BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main,
-           "partition": bench_partition.main, "cache": bench_cache.main, "cost": bench_cost.main}
-
-from . import bench_schedule  # noqa: E402
-BENCHES["schedule"] = bench_schedule.main
+           "partition": bench_partition.main, "cache": bench_cache.main, "cost": bench_cost.main,
+           "schedule": bench_schedule.main, "train": bench_train.main}
 
 
 def main(argv: list[str]) -> int:

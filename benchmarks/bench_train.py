@@ -36,7 +36,7 @@ def collegemsg_store(edge_life: int = 1):
 def synthetic_store(edges_per_snapshot: int, num_snapshots: int = 10):
     from dynagnn.data.ingest import ingest
 
-    path = bench_dir() / f"train_churn_{edges_per_snapshot}.zarr"
+    path = bench_dir() / f"train_churn_{edges_per_snapshot}_T{num_snapshots}.zarr"
     if not path.exists():
         spec = {"format": "synthetic", "generator": "churn", "directed": False,
                 "params": {"num_nodes": edges_per_snapshot // 10, "num_edges": edges_per_snapshot,
@@ -188,7 +188,7 @@ def main() -> dict:
     result = {"loops": compare_loops(college, "CollegeMsg weekly", epochs, window=4, hidden=32)}
     result["loops"] += compare_loops(synth, f"churn {edges:,} edges/snapshot", max(2, epochs - 1), window=4,
                                      hidden=32, max_edges=20_000)
-    result["checkpointing"] = checkpointing(synth, window=8)
+    result["checkpointing"] = checkpointing(synthetic_store(edges, 20), window=16)
     result["transfer"] = transfer({"CollegeMsg, edge life 1": college,
                                    "CollegeMsg, edge life 5": collegemsg_store(5),
                                    f"churn 10%, {edges:,}": synth})

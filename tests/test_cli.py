@@ -109,3 +109,93 @@ def test_analyze_tables_and_bad_requests(tmp_path, capsys):
     assert main(["-q", "analyze", str(synth), "--out-dir", str(tmp_path / "y"), "--parts", "redundancy"]) == 2
     assert "no event stream" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def _synth_store(tmp_path, name="s", T=8):
+    out = tmp_path / f"{name}.zarr"
+    gen = json.dumps({"format": "synthetic", "generator": "blad", "features": {"kind": "random", "dim": 4},
+                      "params": {"num_nodes": 120, "num_edges": 600, "num_snapshots": T, "seed": 1}})
+    assert main(["-q", "ingest", "--spec", gen, "--dataset", name, "--out", str(out)]) == 0
+    return out
+
+
+def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
+    from dynagnn.cost.models import model_calls
+    from dynagnn.cost.predictor import Predictor
+    from dynagnn.cost.profile import read_profile
+    from dynagnn.cost.stage import stage_grid
+    from dynagnn.schedule import SchedulePlan, build_plan
+
+    store = _synth_store(tmp_path)
+    cost = tmp_path / "cost" / "cpu"
+    assert main(["-q", "profile", "--out-dir", str(cost), "--grid", "quick", "--stores", str(store),
+                 "--models", "tgcn", "--repeats", "2", "--threads", "1"]) == 0
+    df = read_profile(cost / "profile.parquet")
+    points = stage_grid("quick", models=["tgcn"]).points()
+    assert len(df) == 2 * len(points) and set(df["operator"]) == {"graph_op", "nn_op"}
+    assert (df["median_s"] > 0).all() and set(df["direction"]) == {"forward", "backward"}
+    doc = json.loads((cost / "predictor.json").read_text())
+    for op in ("graph_op", "nn_op"):
+        assert 0 <= doc["operators"][op]["mape"] < 10 and doc["operators"][op]["forward"]["n_test"] >= 1
+    assert (cost / "predicted_vs_measured.png").stat().st_size > 0
+
+    plan_path = tmp_path / "s" / "tgcn" / "plan-2.json"
+    assert main(["-q", "schedule", str(store), "--predictor", str(cost / "predictor.json"), "--model", "tgcn",
+                 "--workers", "2", "--window", "3", "--hidden", "4", "--out", str(plan_path)]) == 0
+    st = open_store(store)
+    plan = SchedulePlan.load(plan_path, dataset="s", model="tgcn", store_checksum=st.checksum)
+    fwd, bwd = Predictor.load(cost / "predictor.json").predict({"edges": np.diff(st.offsets)},
+                                                               model_calls("tgcn", 4, 4), num_nodes=st.num_nodes)
+    want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn")
+    np.testing.assert_allclose(plan.meta["snapshot_forward_s"], fwd)
+    np.testing.assert_allclose(plan.groups.loads, want.groups.loads)
+    np.testing.assert_allclose(plan.baseline_groups.loads, want.baseline_groups.loads)
+    assert plan.groups.workers == want.groups.workers
+    assert [p.splits.tolist() for p in plan.processes] == [p.splits.tolist() for p in want.processes]
+    assert plan.summary()["imbalance"] <= plan.summary()["baseline_imbalance"] + 1e-12
+    assert (plan_path.with_name("plan-2.png")).stat().st_size > 0
+
+    capsys.readouterr()
+    assert main(["schedule", str(store), "--predictor", str(cost / "predictor.json"), "--model", "tgcn",
+                 "--workers", "2", "--check", str(plan_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["worker_loads"] == plan.groups.loads.tolist()
+
+    # bad input: one line, exit 2, no plan written
+    other = _synth_store(tmp_path, "o", T=5)
+    pred = str(cost / "predictor.json")
+    cases = [
+        (["schedule", str(store), "--predictor", pred, "--model", "wdgcn", "--workers", "2"],
+         "no lstm/forward model"),
+        (["schedule", str(store), "--predictor", pred, "--model", "tgcn", "--workers", "9", "--window", "3"],
+         "9 workers but only 6 snapshot groups"),
+        (["schedule", str(store), "--predictor", pred, "--model", "tgcn", "--workers", "2", "--stats",
+          str(tmp_path / "missing.parquet")], "statistics table not found"),
+        (["schedule", str(store), "--predictor", str(tmp_path / "none.json"), "--model", "tgcn", "--workers", "2"],
+         "predictor not found"),
+        (["schedule", str(store), "--predictor", pred, "--model", "tgnc", "--workers", "2"], "did you mean 'tgcn'"),
+        (["schedule", str(store), "--predictor", pred, "--model", "evolvegcn_o", "--workers", "2", "--check",
+          str(plan_path)], "plan is for model 'tgcn', expected 'evolvegcn_o'"),
+        (["schedule", str(other), "--predictor", pred, "--model", "tgcn", "--workers", "2", "--check",
+          str(plan_path)], "plan is for dataset 's', expected 'o'"),
+        (["profile", "--out-dir", str(tmp_path / "c2"), "--grid", "auto"], "give --stores"),
+    ]
+    (tmp_path / "bad").mkdir()
+    for args, message in cases:
+        if args[0] == "schedule" and "--check" not in args:
+            args = [*args, "--out", str(tmp_path / "bad" / "plan.json")]
+        assert main(["-q", *args]) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"dynagnn {args[0]}: error:") and message in err[0], (args, err)
+    assert not list((tmp_path / "bad").iterdir()) and not (tmp_path / "c2").exists()
+
+
+def test_schedule_stats_of_another_store(tmp_path, capsys):
+    a, b = _synth_store(tmp_path, "a"), _synth_store(tmp_path, "b", T=6)
+    assert main(["-q", "stats", str(b), "--out", str(tmp_path / "b.parquet"), "--threads-only"]) == 0
+    cost = tmp_path / "cost"
+    assert main(["-q", "profile", "--out-dir", str(cost), "--grid", "quick", "--models", "tgcn", "--repeats", "1"]) == 0
+    capsys.readouterr()
+    assert main(["-q", "schedule", str(a), "--predictor", str(cost / "predictor.json"), "--model", "tgcn", "--workers",
+                 "2", "--stats", str(tmp_path / "b.parquet"), "--out", str(tmp_path / "p.json")]) == 2
+    assert "statistics table of another store" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()

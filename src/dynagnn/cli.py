@@ -2,6 +2,9 @@
 
     python -m dynagnn ingest  --config config.yaml --dataset collegemsg --out results/collegemsg/store.zarr
     python -m dynagnn stats   results/collegemsg/store.zarr --out results/collegemsg/stats.parquet
+    python -m dynagnn profile --device cpu --out-dir results/cost/cpu --stores results/collegemsg/store.zarr
+    python -m dynagnn schedule results/collegemsg/store.zarr --predictor results/cost/cpu/predictor.json \
+                              --model tgcn --workers 2 --out results/collegemsg/tgcn/plan-2.json
     python -m dynagnn train   results/collegemsg/store.zarr --out-dir results/collegemsg/tgcn/sequential --model tgcn
     python -m dynagnn info    results/collegemsg/store.zarr
 
@@ -84,6 +87,51 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--volume-batch-size", type=int, default=1000, help="events per batch (Sven volumes)")
     an.add_argument("--volume-memory-dim", type=int, default=100, help="node-memory width d_mem (Sven volumes)")
     _dask_args(an)
+
+    pr = sub.add_parser("profile", help="time the training operators on a device and fit the cost model",
+                        description="Micro-benchmark the operators of the GCN-RNN models (sparse aggregation, "
+                                    "dense update, LSTM/GRU cells, EvolveGCN's weight step), forward and "
+                                    "backward, over a grid of vertex counts, edge counts and widths; fit one "
+                                    "linear model per operator and direction. Writes profile.parquet, "
+                                    "predictor.json (with each operator's held-out mape) and "
+                                    "predicted_vs_measured.png in --out-dir.")
+    pr.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    pr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs (results/cost/<device>)")
+    pr.add_argument("--grid", choices=("auto", "quick", "medium"), default="auto",
+                    help="auto (default): a small grid spanning the --stores' snapshot shapes and the models' "
+                         "widths; quick: a tiny fixed grid (tests); medium: the benchmark's grid")
+    pr.add_argument("--stores", nargs="+", type=Path, default=[], help="snapshot stores whose shapes the grid spans")
+    pr.add_argument("--models", nargs="+", help="models whose operators are profiled (default: every operator)")
+    pr.add_argument("--hidden", nargs="+", type=int, default=[32], help="hidden widths of the models (default 32)")
+    pr.add_argument("--widths", nargs="+", type=int,
+                    help="feature widths the grid spans (default: every width the models run at)")
+    pr.add_argument("--threads", type=int, help="torch intra-op threads while timing (default: torch's choice)")
+    pr.add_argument("--repeats", type=int, default=5, help="timed samples per shape; the median is kept (default 5)")
+    pr.add_argument("--seed", type=int, default=0, help="seed of the random graphs and the held-out split")
+
+    sc = sub.add_parser("schedule", help="plan snapshot groups onto workers and processes from predicted costs",
+                        description="Predict every snapshot's forward and backward time for a model from the "
+                                    "cost model, then plan BLAD's two levels: snapshot groups (of --window "
+                                    "snapshots) to --workers workers, and each worker's groups split between "
+                                    "its two co-located processes; the even split is kept in the plan as the "
+                                    "baseline. Writes the plan (JSON) and a figure of the planned loads "
+                                    "(plan-<workers>.png beside it unless --figure says otherwise).")
+    sc.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
+    sc.add_argument("--predictor", type=Path, required=True, help="the profile stage's predictor.json")
+    sc.add_argument("--model", required=True, help="tgcn, evolvegcn_o, evolvegcn_h, wdgcn, mpnn_lstm or gcrn")
+    sc.add_argument("--workers", type=int, required=True, help="workers (devices) to plan for")
+    sc.add_argument("--out", type=Path, help="the plan (JSON); required unless --check")
+    sc.add_argument("--window", type=int, default=4, help="snapshots per group, l (the training window; default 4)")
+    sc.add_argument("--hidden", type=int, default=32, help="the model's hidden width (default 32)")
+    sc.add_argument("--stats", type=Path, help="the stats stage's table (edges per snapshot; default: from the store)")
+    sc.add_argument("--overlap", type=Path, help="the analysis stage's overlap.parquet: adds PiPAD's per-frame tuner")
+    sc.add_argument("--balance", choices=("dp", "eq2", "even"), default="dp",
+                    help="intra-worker split: dp (exact programme, default), eq2 (printed Eq. 2), even")
+    sc.add_argument("--memory-gb", type=float, default=8.0, help="device memory for one tuner partition (default 8)")
+    sc.add_argument("--figure", type=Path, help="the figure (PNG; default: plan-<workers>.png beside --out)")
+    sc.add_argument("--check", type=Path, metavar="PLAN",
+                    help="instead of planning, load PLAN, check it is for this store, model and worker count, "
+                         "and print its predicted figures")
 
     tr = sub.add_parser("train", help="train a dynamic GNN on a store with one strategy",
                         description="Train one model with one strategy on a snapshot store: windows of "
@@ -234,6 +282,47 @@ def cmd_analyze(args) -> None:
             figures.redundancy_by_batch(df, out / "redundancy.png", title)
 
 
+def cmd_profile(args) -> None:
+    from .cost.stage import profile_stage
+
+    _, pred, _ = profile_stage(args.out_dir, device=args.device, grid=args.grid, stores=args.stores,
+                               widths=args.widths, models=args.models, hidden=args.hidden, threads=args.threads,
+                               repeats=args.repeats, seed=args.seed, progress=not args.quiet)
+    worst = max((m.mape for m in pred.models.values() if m.mape == m.mape), default=float("nan"))
+    log.info("wrote %s (worst held-out mape %.3f)", args.out_dir / "predictor.json", worst)
+
+
+def cmd_schedule(args) -> None:
+    from .report.figures import plan_loads
+    from .schedule.plan import SchedulePlan
+    from .schedule.stage import schedule_stage
+
+    if args.check is not None:
+        from .data.store import open_store
+
+        store = open_store(args.store)
+        plan = SchedulePlan.load(args.check, dataset=str(store.attrs.get("name", "")), model=args.model,
+                                 store_checksum=store.checksum)
+        if plan.num_workers != args.workers:
+            raise ConfigError(f"{args.check}: plan is for {plan.num_workers} workers, expected {args.workers}")
+        print(json.dumps(plan.summary(), indent=1))
+        return
+    if args.out is None:
+        raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
+    plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
+                          hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
+                          memory_bytes=args.memory_gb * 2**30)
+    s = plan.summary()
+    log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
+             "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,
+             s["epoch_time"], s["baseline_epoch_time"], s["imbalance"], s["baseline_imbalance"],
+             100 * s["sync_fraction"], 100 * s["baseline_sync_fraction"])
+    figure = args.figure or args.out.with_name(f"plan-{args.workers}.png")
+    plan_loads(plan, figure, title=f"{plan.dataset}: {plan.model}, {plan.num_workers} workers, "
+                                   f"groups of {plan.group_len}")
+    plan.save(args.out)  # last: the plan's presence means the stage is complete
+
+
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
                "transfer", "device", "threads", "seed")
 
@@ -286,7 +375,8 @@ def cmd_check_config(args) -> None:
     print(yaml.safe_dump(load_config(args.config), sort_keys=False), end="")
 
 
-COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "train": cmd_train, "info": cmd_info, "check-config": cmd_check_config}
+COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
+            "schedule": cmd_schedule, "train": cmd_train, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:

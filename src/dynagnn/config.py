@@ -65,6 +65,11 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     for name, spec in cfg["datasets"].items():
         check_dataset(name, spec)
     check_train(cfg, schema)
+    for i, run in enumerate((cfg.get("schedule") or {}).get("runs") or []):
+        if run["dataset"] not in cfg["datasets"]:
+            close = difflib.get_close_matches(run["dataset"], list(cfg["datasets"]), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"config key schedule.runs.{i}.dataset: no dataset {run['dataset']!r}{hint}")
     return cfg
 
 
@@ -100,6 +105,29 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                 out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
                             "options": {**opts, "model": model, "strategy": strategy}})
     return out
+
+
+def schedule_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (dataset, model, workers) the schedule stage plans, with its window and hidden width.
+
+    ``schedule.runs`` null (the default): each distinct (dataset, model) of :func:`train_runs`, with
+    the window and hidden width of its first training run; else the listed pairs, whose window and
+    hidden default to the train section's."""
+    sched = cfg.get("schedule") or {}
+    workers = sched.get("workers", [2, 4])
+    section = cfg.get("train", {})
+    pairs: dict[tuple[str, str], dict[str, int]] = {}
+    if sched.get("runs") is None:
+        for run in train_runs(cfg):
+            opts = run["options"]
+            pairs.setdefault((run["dataset"], run["model"]), {"window": int(opts.get("window", 4)),
+                                                              "hidden": int(opts.get("hidden", 32))})
+    else:
+        for run in sched["runs"]:
+            for model in run["models"]:
+                pairs.setdefault((run["dataset"], model), {"window": int(run.get("window", section.get("window", 4))),
+                                                           "hidden": int(run.get("hidden", section.get("hidden", 32)))})
+    return [{"dataset": d, "model": m, "workers": int(w), **opts} for (d, m), opts in pairs.items() for w in workers]
 
 
 def check_dataset(name: str, spec: dict[str, Any]) -> None:

@@ -8,8 +8,7 @@ import pytest
 
 from dynagnn.analysis import commvolume as CV
 from dynagnn.analysis.redundancy import _sample_all
-from dynagnn.data import discretize as D
-from dynagnn.data.store import open_store, write_store
+from dynagnn.data.store import open_store
 from dynagnn.errors import InputError
 from dynagnn.graph import partition as gp
 
@@ -195,12 +194,6 @@ def test_bad_inputs():
         CV.rnn_params(8, 2, "transformer")
     with pytest.raises(InputError, match="must be >= 1"):
         CV.gnn_params(0, 8, 2)
-
-
-@pytest.fixture
-def store_path(tmp_path, event_graph):
-    snaps = D.build_snapshots(event_graph, by="time", width=60, directed=False)
-    return write_store(tmp_path / "store.zarr", event_graph, snaps, None, spec={})
 
 
 def test_volume_table(store_path):

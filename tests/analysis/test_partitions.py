@@ -5,16 +5,9 @@ import pytest
 
 from dynagnn.analysis import partitions as AP
 from dynagnn.analysis.parallel import dask_client
-from dynagnn.data import discretize as D
-from dynagnn.data.store import open_store, write_store
+from dynagnn.data.store import open_store
 from dynagnn.errors import InputError
 from dynagnn.graph import partition as gp
-
-
-@pytest.fixture
-def store_path(tmp_path, event_graph):
-    snaps = D.build_snapshots(event_graph, by="time", width=60, directed=False)
-    return write_store(tmp_path / "store.zarr", event_graph, snaps, None, spec={})
 
 
 def test_union_graph(store_path):

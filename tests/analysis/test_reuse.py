@@ -5,14 +5,7 @@ import pytest
 
 from dynagnn.analysis import reuse as R
 from dynagnn.analysis.parallel import dask_client
-from dynagnn.data import discretize as D
-from dynagnn.data.store import open_store, write_store
-
-
-@pytest.fixture
-def store_path(tmp_path, event_graph):
-    snaps = D.build_snapshots(event_graph, by="time", width=60, directed=False)
-    return write_store(tmp_path / "store.zarr", event_graph, snaps, None, spec={})
+from dynagnn.data.store import open_store
 
 
 def edge_sets(store, life=1):

@@ -34,7 +34,8 @@ def workdir(tmp_path, datasets):
            "analysis": {"frame_sizes": [2, 3], "edge_lives": [1, 2], "batch_sizes": [2, 4], "neighbors": 2,
                         "partition_workers": [2], "cache": {"batch_size": 4, "fanouts": [2, 2], "fractions": [0.1, 0.5]},
                         "volume": {"layers": 2, "hidden": 8, "window": 2, "batch_size": 4, "memory_dim": 6}},
-           "train": {"hidden": 4, "window": 2, "epochs": 2, "runs": TRAIN_RUNS}}
+           "train": {"hidden": 4, "window": 2, "epochs": 2, "runs": TRAIN_RUNS},
+           "cost": {"grid": "quick", "repeats": 1}, "schedule": {"workers": [2]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
@@ -99,6 +100,28 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
         assert (out / "training.png").exists() and (out / "model.pt").exists()
         assert set(pd.read_parquet(out / "timings.parquet")["phase"]) >= {"graph_op", "backward", "load"}
         assert (wd / "results" / "logs" / "train" / "synth" / model / "sequential.log").exists()
+    # Profile and schedule: the predictor of the quick grid, and per trained (dataset, model) a plan whose
+    # predicted loads are build_plan's on the predictor's per-snapshot predictions.
+    from dynagnn.cost.models import model_calls
+    from dynagnn.cost.predictor import Predictor
+    from dynagnn.schedule import SchedulePlan, build_plan
+
+    cost = wd / "results" / "cost" / "cpu"
+    predictor = Predictor.load(cost / "predictor.json")
+    assert {op for op, _ in predictor.models} == {"graph_op", "nn_op", "evolve"}  # tgcn's and evolvegcn_o's
+    assert all(m.mape == m.mape for m in predictor.models.values())  # held-out mape recorded
+    assert len(pd.read_parquet(cost / "profile.parquet")) > 0 and (cost / "predicted_vs_measured.png").exists()
+    synth = open_store(wd / "results" / "synth" / "store.zarr")
+    for model in TRAIN_RUNS[0]["models"]:
+        plan = SchedulePlan.load(wd / "results" / "synth" / model / "plan-2.json", dataset="synth", model=model,
+                                 store_checksum=synth.checksum)
+        fwd, bwd = predictor.predict({"edges": np.diff(synth.offsets)}, model_calls(model, 32, 4),
+                                     num_nodes=synth.num_nodes)
+        want = build_plan(fwd, bwd, group_len=2, num_workers=2, dataset="synth", model=model)
+        np.testing.assert_allclose(plan.groups.loads, want.groups.loads)
+        assert plan.groups.workers == want.groups.workers and plan.tuner is not None
+        assert (wd / "results" / "synth" / model / "plan-2.png").exists()
+    assert not (wd / "results" / "toy" / "tgcn").exists()  # only the trained pairs are planned
     # Nothing to do on a second run: outputs are up to date.
     again = snakemake(wd, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

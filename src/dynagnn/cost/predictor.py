@@ -491,7 +491,8 @@ def fit(profile: pd.DataFrame, *, device: str | None = None, require: Sequence[s
     rows = profile[profile["device"] == device]
     if rows.empty:
         raise CostError(f"{source}: no rows for device {device!r} (devices: {devices})")
-    need = require.required_operators() if isinstance(require, ModelConfig) else set(require or ())
+    # a ModelConfig, or anything with its required_operators() (dynagnn.cost.models.ModelCalls)
+    need = require.required_operators() if hasattr(require, "required_operators") else set(require or ())
     present = set(map(tuple, rows[["operator", "direction"]].drop_duplicates().to_numpy().tolist()))
     lacking = sorted(f"{op}/{d}" for op in need for d in DIRECTIONS if (op, d) not in present)
     if lacking:
@@ -508,6 +509,29 @@ def fit(profile: pd.DataFrame, *, device: str | None = None, require: Sequence[s
     if "threads" in rows.columns:
         meta["threads"] = sorted(int(t) for t in rows["threads"].unique())
     return Predictor(str(device), models, meta)
+
+
+def held_out_table(predictor: Predictor, profile: pd.DataFrame, target: str | None = None) -> pd.DataFrame:
+    """Predicted against measured seconds on every model's held-out shapes (the points its ``mape``
+    was measured on): one row per held-out profile row, columns operator, direction, N, nnz,
+    in_width, out_width, measured_s, predicted_s. ``target``: the timing column (default: the one
+    the predictor was fitted to)."""
+    target = target or predictor.meta.get("target", "median_s")
+    rows = profile[profile["device"] == predictor.device] if "device" in profile.columns else profile
+    out = []
+    for (op, d), m in sorted(predictor.models.items()):
+        if not m.test_shapes:
+            continue
+        sub = rows[(rows["operator"] == op) & (rows["direction"] == d)]
+        test = pd.DataFrame(m.test_shapes, columns=SHAPE_COLUMNS)
+        sub = sub.merge(test, on=SHAPE_COLUMNS)
+        if sub.empty:
+            continue
+        pred = m.predict(*(sub[c].to_numpy() for c in SHAPE_COLUMNS))
+        out.append(pd.DataFrame({"operator": op, "direction": d, **{c: sub[c].to_numpy() for c in SHAPE_COLUMNS},
+                                 "measured_s": sub[target].to_numpy(dtype=np.float64), "predicted_s": pred}))
+    cols = ["operator", "direction", *SHAPE_COLUMNS, "measured_s", "predicted_s"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
 def accuracy_table(predictor: Predictor) -> pd.DataFrame:

@@ -13,7 +13,7 @@ the first thing the PyTorch Geometric Temporal loop repeats every step and dynag
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -64,10 +64,25 @@ class Adjacency:
     """One snapshot's normalised adjacency, ready for the graph operator.
 
     ``matrix``: torch sparse CSR [N, N] float32 (on whatever device it was moved to);
+    ``symmetric``: whether ``Â = Âᵀ`` (every undirected snapshot), so that the backward pass can
+    multiply by ``matrix`` itself; otherwise ``Âᵀ`` is built once, on the first backward pass.
     ``num_edges``: nnz of ``Â`` including the self-loops (the cost model's edge count).
     """
 
     matrix: torch.Tensor
+    symmetric: bool = False
+    _transposed: torch.Tensor | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def transposed(self) -> torch.Tensor:
+        """``Âᵀ`` as sparse CSR (the matrix the gradient of ``Â·X`` with respect to X needs)."""
+        if self.symmetric:
+            return self.matrix
+        if self._transposed is None:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                self._transposed = self.matrix.t().to_sparse_csr()
+        return self._transposed
 
     @property
     def num_nodes(self) -> int:
@@ -82,7 +97,7 @@ class Adjacency:
         return self.matrix.device
 
     def to(self, device, non_blocking: bool = False) -> "Adjacency":
-        return Adjacency(self.matrix.to(device, non_blocking=non_blocking))
+        return Adjacency(self.matrix.to(device, non_blocking=non_blocking), self.symmetric)
 
     def pin_memory(self) -> "Adjacency":
         m = self.matrix
@@ -90,20 +105,46 @@ class Adjacency:
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             pinned = torch.sparse_csr_tensor(m.crow_indices().pin_memory(), m.col_indices().pin_memory(),
                                              m.values().pin_memory(), size=m.shape, check_invariants=False)
-        return Adjacency(pinned)
+        return Adjacency(pinned, self.symmetric)
 
     def dense(self) -> torch.Tensor:
         return self.matrix.to_dense()
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
-        """``Â·X``. A subclass may compute it another way (the PyTorch Geometric baseline of the
-        training benchmark renormalises and scatters here, as ``GCNConv`` does every call)."""
-        return torch.sparse.mm(self.matrix, x)
+        """``Â·X``, differentiable in X. A subclass may compute it another way (the PyTorch Geometric
+        baseline of the training benchmark renormalises and scatters here, as ``GCNConv`` does)."""
+        return _SpMM.apply(self, x)
 
     @property
     def nbytes(self) -> int:
         m = self.matrix
         return sum(t.numel() * t.element_size() for t in (m.crow_indices(), m.col_indices(), m.values()))
+
+
+class _SpMM(torch.autograd.Function):
+    """``Y = Â·X`` with ``dL/dX = Âᵀ·dL/dY`` taken from the snapshot's cached (or, for symmetric
+    snapshots, its own) CSR matrix. torch's generic backward of a CSR product rebuilds the transpose
+    on every call: with 1M non-zeros and 32 columns on one CPU thread, forward plus backward took
+    0.105 s that way against 0.017 s this way. The edge values get no gradient (they are data)."""
+
+    @staticmethod
+    def forward(ctx, adj: "Adjacency", x: torch.Tensor) -> torch.Tensor:
+        ctx.adj = adj
+        return torch.sparse.mm(adj.matrix, x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, torch.sparse.mm(ctx.adj.transposed, grad.contiguous())
+
+
+def is_symmetric(row: np.ndarray, col: np.ndarray, val: np.ndarray, num_nodes: int) -> bool:
+    """Whether the matrix with these (row, col)-sorted entries equals its transpose (values to float32
+    rounding: ``d_i^-1/2·w·d_j^-1/2`` is rounded from either side)."""
+    n = np.int64(num_nodes)
+    keys = row.astype(np.int64) * n + col
+    tkeys = col.astype(np.int64) * n + row
+    order = np.argsort(tkeys, kind="stable")
+    return bool(np.array_equal(tkeys[order], keys) and np.allclose(val[order], val, rtol=1e-6, atol=0))
 
 
 def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
@@ -112,7 +153,8 @@ def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_n
     r, c, v = normalized_triples(row, col, weight, num_nodes, self_loops)
     crow = np.zeros(int(num_nodes) + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=int(num_nodes)), out=crow[1:])
-    return Adjacency(_csr(crow, np.ascontiguousarray(c), np.ascontiguousarray(v), int(num_nodes)))
+    return Adjacency(_csr(crow, np.ascontiguousarray(c), np.ascontiguousarray(v), int(num_nodes)),
+                     is_symmetric(r, c, v, num_nodes))
 
 
 def aggregate(adj: Adjacency | torch.Tensor, x: torch.Tensor) -> torch.Tensor:

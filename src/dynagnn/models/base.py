@@ -39,6 +39,16 @@ class DynamicGNN(nn.Module):
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
         raise NotImplementedError
 
+    def zero_state(self, num_nodes: int, device: torch.device | str = "cpu", count: int = 1) -> State:
+        """``count`` zero tensors [N, H]: the initial hidden (and cell) states of an RNN."""
+        return tuple(torch.zeros(num_nodes, self.hidden_dim, device=device) for _ in range(count))
+
+    def gcn_layers(self) -> list:
+        """Every GCNLayer of the model, in registration order (BLAD's operator-order manager sets
+        their order)."""
+        from dynagnn.models.layers import find_gcn_layers
+        return find_gcn_layers(self)
+
     def step(self, adj: Adjacency, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """One snapshot: ``adj`` is Â_t [N, N], ``x`` is X_t [N, F]; returns (h_t [N, H], state_t)."""
         raise NotImplementedError

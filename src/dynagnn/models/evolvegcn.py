@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from .base import DynamicGNN, State
-from .layers import GCNLayer, find_gcn_layers
+from .layers import GCNLayer
 
 
 class MatGRUCell(nn.Module):
@@ -84,9 +84,6 @@ class _EvolveGCN(DynamicGNN):
         # the layer's own weight is the learnable W_0; per-step weights are passed in explicitly
         self.layers = nn.ModuleList(GCNLayer(a, b, bias=False, order=order) for a, b in dims)
         self.cells = nn.ModuleList(MatGRUCell(a, b) for a, b in dims)
-
-    def gcn_layers(self) -> list[GCNLayer]:
-        return find_gcn_layers(self)
 
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return tuple(layer.weight.to(device) for layer in self.layers)

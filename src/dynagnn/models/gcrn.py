@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from .base import DynamicGNN, State
-from .layers import GCNLayer, find_gcn_layers
+from .layers import GCNLayer
 
 
 class GCRN(DynamicGNN):
@@ -32,11 +32,8 @@ class GCRN(DynamicGNN):
         self.conv_h = GCNLayer(h, 2 * h, bias=False, order=order)       # [W_hz ‖ W_hr]
         self.conv_hh = GCNLayer(h, h, bias=False, order=order)          # W_hh, on r ⊙ H
 
-    def gcn_layers(self) -> list[GCNLayer]:
-        return find_gcn_layers(self)
-
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
-        return (torch.zeros(num_nodes, self.hidden_dim, device=device),)
+        return self.zero_state(num_nodes, device)
 
     def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state

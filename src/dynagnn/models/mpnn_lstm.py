@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from .base import DynamicGNN, State
-from .layers import GCNLayer, find_gcn_layers
+from .layers import GCNLayer
 
 
 class MPNNLSTM(DynamicGNN):
@@ -44,12 +44,8 @@ class MPNNLSTM(DynamicGNN):
     def out_dim(self) -> int:
         return 2 * self.hidden_dim + self.in_dim if self.embedding == "concat" else self.hidden_dim
 
-    def gcn_layers(self) -> list[GCNLayer]:
-        return find_gcn_layers(self)
-
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
-        z = torch.zeros(num_nodes, self.hidden_dim, device=device)
-        return (z, z.clone(), z.clone(), z.clone())
+        return self.zero_state(num_nodes, device, 4)
 
     def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         a, c1, b, c2 = state

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from .base import DynamicGNN, State
-from .layers import GCNLayer, find_gcn_layers
+from .layers import GCNLayer
 
 
 class TGCN(DynamicGNN):
@@ -51,11 +51,8 @@ class TGCN(DynamicGNN):
             self.lin_r = nn.Linear(2 * h, h)
             self.lin_c = nn.Linear(2 * h, h)
 
-    def gcn_layers(self) -> list[GCNLayer]:
-        return find_gcn_layers(self)
-
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
-        return (torch.zeros(num_nodes, self.hidden_dim, device=device),)
+        return self.zero_state(num_nodes, device)
 
     def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .base import DynamicGNN, State
-from .layers import GCNLayer, find_gcn_layers
+from .layers import GCNLayer
 
 
 class WDGCN(DynamicGNN):
@@ -29,12 +29,8 @@ class WDGCN(DynamicGNN):
         self.gcn = GCNLayer(in_dim, hidden_dim, order=order)
         self.lstm = nn.LSTMCell(hidden_dim, hidden_dim)
 
-    def gcn_layers(self) -> list[GCNLayer]:
-        return find_gcn_layers(self)
-
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
-        z = torch.zeros(num_nodes, self.hidden_dim, device=device)
-        return (z, z.clone())
+        return self.zero_state(num_nodes, device, 2)
 
     def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         h, c = state

@@ -201,3 +201,67 @@ def volume_model_vs_count(table: pd.DataFrame, out_png: str | Path, title: str =
     for a in ax.ravel()[len(panels):]:
         a.set_visible(False)
     return save(fig, out_png, title)
+
+
+def predicted_vs_measured(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """The cost model's predicted against measured operator time on held-out shapes, log-log, one
+    colour per operator (filled: forward, hollow: backward), with the y = x line and each
+    operator's mean absolute percentage error in the legend."""
+    fig, ax = plt.subplots(figsize=(5.6, 5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    t = table[(table["measured_s"] > 0) & (table["predicted_s"] > 0)]
+    for i, (op, sub) in enumerate(t.groupby("operator", sort=True)):
+        c = colours[i % len(colours)]
+        err = float(np.mean(np.abs(sub["predicted_s"] - sub["measured_s"]) / sub["measured_s"]))
+        for d, marker_face in (("forward", c), ("backward", "none")):
+            s = sub[sub["direction"] == d]
+            if len(s):
+                ax.scatter(s["measured_s"] * 1e3, s["predicted_s"] * 1e3, s=18, edgecolors=c, facecolors=marker_face,
+                           label=f"{op} {'fwd' if d == 'forward' else 'bwd'}" + (f" (mape {err:.1%})" if d == "forward" else ""))
+    if len(t):
+        lo = float(min(t["measured_s"].min(), t["predicted_s"].min())) * 1e3 / 1.5
+        hi = float(max(t["measured_s"].max(), t["predicted_s"].max())) * 1e3 * 1.5
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--", label="y = x")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (ms per call)")
+    ax.set_ylabel("predicted (ms per call)")
+    ax.legend(fontsize=7, loc="upper left")
+    return save(fig, out_png, title)
+
+
+def plan_loads(plan, out_png: str | Path, title: str = "") -> list[Path]:
+    """A schedule plan (:class:`dynagnn.schedule.SchedulePlan`) against its even baseline: the
+    predicted load of each worker (BLAD's balanced groups against ESDG's even split), and per worker
+    the busy time of each of the two co-located processes and the pipeline's makespan (BLAD's
+    programme against BLAD-Even halves)."""
+    s = plan.summary()
+    P = plan.num_workers
+    workers = list(range(P))
+    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+    _grouped_bars(ax[0], workers, {f"balanced (max/mean {s['imbalance']:.3f})": list(s["worker_loads"]),
+                                   f"even split (max/mean {s['baseline_imbalance']:.3f})": list(s["baseline_worker_loads"])},
+                  xlabel="worker")
+    ax[0].axhline(float(np.mean(s["worker_loads"])), color="grey", lw=0.8, ls=":")
+    ax[0].set_ylim(0, 1.35 * max(max(s["worker_loads"]), max(s["baseline_worker_loads"])))
+    ax[0].set_ylabel("predicted load per epoch (s)")
+    ax[0].set_title("inter-worker: snapshot groups")
+    series = {"planned p1": [float(p.busy[0]) for p in plan.processes],
+              "planned p2": [float(p.busy[1]) for p in plan.processes],
+              "even p1": [float(p.busy[0]) for p in plan.baseline_processes],
+              "even p2": [float(p.busy[1]) for p in plan.baseline_processes]}
+    _grouped_bars(ax[1], workers, series, xlabel="worker", legend_size=7)
+    width = 0.8 / 4
+    for k, (procs, colour) in enumerate(((plan.processes, "black"), (plan.baseline_processes, "tab:red"))):
+        for w, p in enumerate(procs):
+            x0 = w + (2 * k - 1.5) * width - width / 2
+            ax[1].hlines(p.makespan, x0, x0 + 2 * width, color=colour, lw=1.5,
+                         label=("planned" if k == 0 else "even") + " makespan" if w == 0 else None)
+    ax[1].legend(fontsize=7, ncol=3, loc="upper center")
+    ax[1].set_ylim(0, 1.4 * max(s["epoch_time"], s["baseline_epoch_time"]))
+    ax[1].set_ylabel("predicted seconds per epoch")
+    ax[1].set_title(f"intra-worker: two processes (epoch {s['epoch_time']:.3g} s vs {s['baseline_epoch_time']:.3g} s)",
+                    fontsize=10)
+    return save(fig, out_png, title)

@@ -41,11 +41,13 @@ from ..errors import ConfigError
 MEMORY, COMPUTE = 0, 1
 
 
-def _inputs(agg, upd, rnn):
+def _inputs(agg, upd, rnn, batched: bool = False):
+    """Operator times as float64 arrays of shape [2 processes, layers] (or [pairs, 2, layers])."""
     agg = np.asarray(agg, dtype=np.float64)
     upd = np.asarray(upd, dtype=np.float64)
-    if agg.ndim != 2 or agg.shape[0] != 2 or upd.shape != agg.shape:
-        raise ConfigError(f"operator times: expected agg and upd of shape [2 processes, layers], got "
+    ndim, what = (3, "[pairs, 2 processes, layers]") if batched else (2, "[2 processes, layers]")
+    if agg.ndim != ndim or agg.shape[-2] != 2 or upd.shape != agg.shape:
+        raise ConfigError(f"operator times: expected agg and upd of shape {what}, got "
                           f"{agg.shape} and {upd.shape}")
     rnn = np.zeros_like(agg) if rnn is None else np.asarray(rnn, dtype=np.float64)
     if rnn.shape != agg.shape:
@@ -267,21 +269,6 @@ class BatchOrders:
                    default_reward=np.asarray(d["default_reward"], dtype=np.float64))
 
 
-def _batch_inputs(agg, upd, rnn):
-    agg = np.asarray(agg, dtype=np.float64)
-    upd = np.asarray(upd, dtype=np.float64)
-    if agg.ndim != 3 or agg.shape[1] != 2 or upd.shape != agg.shape:
-        raise ConfigError(f"operator times: expected agg and upd of shape [pairs, 2 processes, layers], got "
-                          f"{agg.shape} and {upd.shape}")
-    rnn = np.zeros_like(agg) if rnn is None else np.asarray(rnn, dtype=np.float64)
-    if rnn.shape != agg.shape:
-        raise ConfigError(f"operator times: expected rnn of shape {agg.shape}, got {rnn.shape}")
-    for name, x in (("agg", agg), ("upd", upd), ("rnn", rnn)):
-        if (x < 0).any() or not np.isfinite(x).all():
-            raise ConfigError(f"operator times: {name} must be finite and non-negative")
-    return agg, upd, rnn
-
-
 def _batch_segments(agg_p, upd_p, rnn_p, F):
     """Intervals of one process for every pair and every order: F bool [C, L] (update first);
     agg_p etc. [n, L]. Returns (memory start, end) [n, C, L] (the aggregations) and (compute start,
@@ -322,7 +309,7 @@ def plan_operators_batch(agg, upd, rnn=None, method: str = "exhaustive") -> Batc
     agg, upd, rnn: float [n, 2, L] (pair, process, layer) seconds. method "exhaustive" (vectorised
     over the batch and all 4^L order pairs, L <= 6), "greedy" (Algorithm 1 per pair) or "default".
     """
-    agg, upd, rnn = _batch_inputs(agg, upd, rnn)
+    agg, upd, rnn = _inputs(agg, upd, rnn, batched=True)
     n, _, L = agg.shape
     F = np.array(list(itertools.product((False, True), repeat=L)), dtype=bool).reshape(-1, L)  # [C, L]
     span = np.maximum((agg[:, 0] + upd[:, 0] + rnn[:, 0]).sum(-1), (agg[:, 1] + upd[:, 1] + rnn[:, 1]).sum(-1))

@@ -104,6 +104,7 @@ class LinkPrediction(Task):
         self.eval_negatives = int(eval_negatives)
         self.max_edges = max_edges
         self._pos: dict[int, np.ndarray] = {}
+        self._edges: dict[int, np.ndarray] = {}
         self._eval: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def last_step(self) -> int:
@@ -112,12 +113,20 @@ class LinkPrediction(Task):
     def head(self, dim: int):
         return LinkPredictor(dim)
 
+    def edge_keys(self, t: int) -> np.ndarray:
+        """Sorted keys ``u·N + v`` of every stored edge of snapshot t+1 (both directions when undirected)."""
+        if t not in self._edges:
+            row, col, _ = self.store.edges(t + 1)
+            self._edges[t] = row * np.int64(self.num_nodes) + col
+        return self._edges[t]
+
     def positives(self, t: int) -> np.ndarray:
         """Sorted keys ``u·N + v`` of snapshot t+1's edges (u < v when undirected), int64."""
         if t not in self._pos:
-            row, col, _ = self.store.edges(t + 1)
+            keys = self.edge_keys(t)
+            row, col = keys // self.num_nodes, keys % self.num_nodes
             keep = row != col if self.store.directed else row < col
-            keys = row[keep] * np.int64(self.num_nodes) + col[keep]
+            keys = keys[keep]
             if self.max_edges is not None and keys.shape[0] > self.max_edges:
                 rng = np.random.default_rng([self.seed, t, 1])
                 keys = np.sort(rng.choice(keys, self.max_edges, replace=False))
@@ -127,8 +136,7 @@ class LinkPrediction(Task):
     def _non_edges(self, rng, src: np.ndarray, t: int) -> np.ndarray:
         """One uniform destination per source that is neither itself nor a positive of t+1."""
         n = np.int64(self.num_nodes)
-        row, col, _ = self.store.edges(t + 1)
-        edges = row * n + col  # both directions when undirected: excluded either way
+        edges = self.edge_keys(t)  # both directions when undirected: excluded either way
         dst = rng.integers(0, n, size=src.shape[0])
         for _ in range(20):
             bad = (dst == src) | isin_sorted(src * n + dst, edges)

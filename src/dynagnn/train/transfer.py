@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dynagnn.graph.csr import Adjacency, normalized_triples
+from dynagnn.graph.csr import Adjacency, is_symmetric, normalized_triples
 from dynagnn.graph.sortedkeys import isin_sorted
 from dynagnn.train.timers import PhaseTimer
 
@@ -37,11 +37,13 @@ MODES = ("full", "diff")
 
 @dataclass
 class HostSnapshot:
-    """One snapshot on the host: sorted keys int64 [nnz], values float32 [nnz], CSR row offsets [N+1]."""
+    """One snapshot on the host: sorted keys int64 [nnz], values float32 [nnz], CSR row offsets [N+1],
+    and whether ``Â`` is symmetric (the graph operator's backward then reuses it)."""
 
     keys: np.ndarray
     values: np.ndarray
     crow: np.ndarray
+    symmetric: bool = False
 
     @property
     def nnz(self) -> int:
@@ -52,7 +54,7 @@ def host_snapshot(row, col, weight, num_nodes: int) -> HostSnapshot:
     r, c, v = normalized_triples(row, col, weight, num_nodes)
     crow = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=num_nodes), out=crow[1:])
-    return HostSnapshot(r * np.int64(num_nodes) + c, v, crow)
+    return HostSnapshot(r * np.int64(num_nodes) + c, v, crow, is_symmetric(r, c, v, num_nodes))
 
 
 @dataclass
@@ -77,14 +79,14 @@ def full_nbytes(snap: HostSnapshot) -> int:
     return 8 * snap.crow.shape[0] + 12 * snap.nnz
 
 
-def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int) -> Adjacency:
+def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int, symmetric: bool) -> Adjacency:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return Adjacency(torch.sparse_csr_tensor(crow, col, val, size=(n, n), check_invariants=False))
+        return Adjacency(torch.sparse_csr_tensor(crow, col, val, size=(n, n), check_invariants=False), symmetric)
 
 
 def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor,
-                   values: torch.Tensor, num_nodes: int) -> tuple[Adjacency, torch.Tensor]:
+                   values: torch.Tensor, num_nodes: int, symmetric: bool = False) -> tuple[Adjacency, torch.Tensor]:
     """Device side: t's adjacency and sorted keys from t-1's sorted keys and the difference."""
     common = prev_keys
     if removed.numel():
@@ -107,7 +109,7 @@ def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.
     row = torch.div(keys, num_nodes, rounding_mode="floor")
     crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=keys.device)
     crow[1:] = torch.cumsum(torch.bincount(row, minlength=num_nodes), 0)
-    return _csr(crow, keys - row * num_nodes, values, num_nodes), keys
+    return _csr(crow, keys - row * num_nodes, values, num_nodes, symmetric), keys
 
 
 class SnapshotFeeder:
@@ -170,11 +172,11 @@ class SnapshotFeeder:
             d = self._diff(t)
             self._count("diff", d.nbytes)
             return tuple(apply_key_diff(prev[1], self._send(d.removed), self._send(d.added),
-                                        self._send(d.values), n))
+                                        self._send(d.values), n, snap.symmetric))
         self._count("full", full_nbytes(snap))
         crow = self._send(snap.crow)
         col = self._send(snap.keys % np.int64(n))
-        adj = _csr(crow, col, self._send(snap.values), n)
+        adj = _csr(crow, col, self._send(snap.values), n, snap.symmetric)
         keys = None
         if self.mode == "diff":
             # the device derives keys from its CSR rather than receiving them twice

@@ -1,0 +1,33 @@
+# Schedule: per (dataset, model, workers), the predicted per-snapshot loads and BLAD's two-level plan
+# (with the even split as its baseline, and PiPAD's per-frame tuner from the overlap table).
+
+
+rule schedule:
+    input:
+        store=f"{RESULTS}/{{dataset}}/store.zarr",
+        stats=f"{RESULTS}/{{dataset}}/stats.parquet",
+        overlap=f"{RESULTS}/{{dataset}}/analysis/overlap.parquet",
+        predictor=f"{RESULTS}/cost/{COST_DEVICE}/predictor.json",
+    output:
+        plan=f"{RESULTS}/{{dataset}}/{{model}}/plan-{{workers}}.json",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/plan-{{workers}}.png",
+            caption="../workflow/report/plan.rst",
+            category="Schedule",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/{{model}}/plan-{{workers}}.pdf",
+    log:
+        f"{RESULTS}/logs/schedule/{{dataset}}/{{model}}/plan-{{workers}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/schedule/{{dataset}}/{{model}}/plan-{{workers}}.tsv"
+    threads: 1
+    params:
+        window=lambda wildcards: schedule_run(wildcards)["window"],
+        hidden=lambda wildcards: schedule_run(wildcards)["hidden"],
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn schedule {input.store:q} --predictor {input.predictor:q} --model {wildcards.model} "
+        "--workers {wildcards.workers} --window {params.window} --hidden {params.hidden} --stats {input.stats:q} "
+        "--overlap {input.overlap:q} --out {output.plan:q} --figure {output.figure:q} > {log:q} 2>&1"

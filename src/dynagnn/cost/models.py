@@ -1,0 +1,96 @@
+"""The operator calls of one step of each of dynagnn's models, for the cost model.
+
+:class:`~dynagnn.cost.predictor.ModelConfig` describes a plain chain (GCN layers, then one vertex
+RNN). dynagnn's own models are not all chains: T-GCN's gates and candidate are two GCN layers on
+``[X ‖ H]``, GCRN convolves the input and the hidden state separately, MPNN-LSTM stacks two LSTMs.
+:func:`model_calls` lists, for a registered model (:data:`dynagnn.models.MODELS`), exactly the
+profiled operators its ``step`` runs, at the widths it runs them and in the order ``"auto"``
+resolves to (:meth:`dynagnn.models.layers.GCNLayer.resolved_order`: update first exactly when the
+output is narrower than the input). The result has the two methods a predictor reads (``calls()``
+and ``required_operators()``), so it goes wherever a ModelConfig goes.
+
+What is not counted: element-wise gate arithmetic, concatenations, activations, EvolveGCN-H's
+top-k summary (an ``[N, F] @ [F, 1]`` product and a top-k), biases. EvolveGCN's matrix GRU is
+costed as the profiled ``evolve`` operator (a ``GRUCell(F_out, F_out)`` over the F_in rows of the
+weight); the model's matrix GRU multiplies ``[F_in, F_in]`` matrices into ``[F_in, F_out]``, the
+same work when F_in = F_out and within a factor F_in / F_out otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn")
+
+Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
+
+
+def _gcn(role: str, fi: int, fo: int, input_grad: bool) -> list[Call]:
+    """A GCNLayer(fi, fo) with order "auto": update first when fo < fi, else aggregate first (the
+    aggregation of an input that needs no gradient, the raw features, has no backward)."""
+    if fo < fi:
+        return [("nn_op", f"{role}.update", fi, fo, True), ("graph_op", f"{role}.aggregate", fo, fo, True)]
+    return [("graph_op", f"{role}.aggregate", fi, fi, input_grad), ("nn_op", f"{role}.update", fi, fo, True)]
+
+
+@dataclass(frozen=True)
+class ModelCalls:
+    """The operator calls of one snapshot step of model ``name`` with input width ``in_dim`` (F) and
+    hidden width ``hidden`` (H); see the module docstring."""
+
+    name: str
+    in_dim: int
+    hidden: int
+
+    def __post_init__(self):
+        if self.name not in MODEL_NAMES:
+            import difflib
+
+            close = difflib.get_close_matches(str(self.name), MODEL_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"model: unknown model {self.name!r}{hint}; known: {', '.join(MODEL_NAMES)}")
+        if int(self.in_dim) <= 0 or int(self.hidden) <= 0:
+            raise ConfigError(f"model {self.name}: in_dim and hidden must be positive, got {self.in_dim}, {self.hidden}")
+
+    def calls(self) -> list[Call]:
+        f, h = int(self.in_dim), int(self.hidden)
+        if self.name == "tgcn":  # gates GCN(F+H -> 2H), candidate GCN(F+H -> H), both on [X ‖ H]
+            return _gcn("gates", f + h, 2 * h, True) + _gcn("cand", f + h, h, True)
+        if self.name in ("evolvegcn_o", "evolvegcn_h"):  # per layer: evolve the weight, then the GCN
+            return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False)
+                    + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True))
+        if self.name == "wdgcn":
+            return _gcn("gcn", f, h, False) + [("lstm", "lstm", h, h, True)]
+        if self.name == "mpnn_lstm":
+            return (_gcn("gcn1", f, h, False) + _gcn("gcn2", h, h, True)
+                    + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)])
+        # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
+        return _gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True) + _gcn("conv_hh", h, h, True)
+
+    def required_operators(self) -> set[str]:
+        return {c[0] for c in self.calls()}
+
+    def widths(self) -> set[int]:
+        """Every feature width an operator of the step runs at (what a profile grid must span)."""
+        return {w for c in self.calls() for w in c[2:4]}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "in_dim": int(self.in_dim), "hidden": int(self.hidden),
+                "calls": [list(c) for c in self.calls()]}
+
+
+def model_calls(name: str, in_dim: int, hidden: int) -> ModelCalls:
+    """The operator calls of model ``name`` (a key of :data:`dynagnn.models.MODELS`)."""
+    return ModelCalls(str(name), int(in_dim), int(hidden))
+
+
+def model_widths(names, in_dims, hiddens) -> list[int]:
+    """Sorted union of the operator widths of every (model, in_dim, hidden) combination."""
+    out: set[int] = set()
+    for n in names:
+        for f in in_dims:
+            for h in hiddens:
+                out |= model_calls(n, f, h).widths()
+    return sorted(out)

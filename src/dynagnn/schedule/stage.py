@@ -1,0 +1,134 @@
+"""The schedule stage: a plan per (store, model, workers) from the cost model's predictions.
+
+``python -m dynagnn schedule`` is a thin front over :func:`schedule_stage`:
+
+1. per-snapshot shapes: the store's N for every snapshot (dynagnn's engine runs ``[N, F]`` tensors)
+   and each snapshot's edge count (from the stats stage's table when given, checked against the
+   store's checksum; else from the store's offsets, the same numbers);
+2. the model's operator calls (:func:`dynagnn.cost.models.model_calls`: which operators at which
+   widths, from the model name, the store's feature width and the hidden width) and the predicted
+   per-snapshot forward and backward times ``l[i]``, ``b[i]`` (:meth:`Predictor.predict`);
+3. BLAD's two levels with ``group_len`` = the training window (:func:`build_plan`: contiguous min-max
+   groups per worker, the exact programme per worker) and, inside the plan, the even baseline
+   (ESDG's even split, BLAD-Even halves);
+4. optionally PiPAD's tuner per frame from the analysis stage's ``overlap.parquet``
+   (:func:`overlap_options`): frames of the largest frame size in the table, options 1 and the
+   smaller frame sizes of the table, each option's overlap rate the mean over its frames inside the
+   big frame; memory bound ``snapshot_bytes`` = edge indices and weights (12 bytes an edge) plus the
+   ``[N, F + H]`` float32 features and state of one snapshot, against ``memory_bytes``.
+
+The predicted per-snapshot times are kept in the plan's ``meta`` (``snapshot_forward_s``,
+``snapshot_backward_s``), with the model's operator calls and the predictor it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, CostError, InputError
+from .plan import SchedulePlan, build_plan
+from .tuner import TunerPlan, tune_frames
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MEMORY_BYTES = 8 * 2**30
+
+
+def _table_for_store(path: Path, checksum: str, what: str) -> pd.DataFrame:
+    """Read a stage's Parquet table, checking that it was derived from the store with ``checksum``."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what} table not found", path)
+    meta = pq.read_schema(path).metadata or {}
+    got = meta.get(b"dynagnn.store_checksum", b"").decode()
+    if got and got != checksum:
+        raise InputError(f"{what} table of another store (checksum {got[:12]}, the store's is {checksum[:12]}); "
+                         f"re-run the analysis for this store", path)
+    return pd.read_parquet(path)
+
+
+def snapshot_edges(store, stats: str | Path | None = None) -> np.ndarray:
+    """Edges per snapshot, int64 [T]: the stats table's ``edges`` column (checked) or the store's offsets."""
+    if stats is None:
+        return np.diff(np.asarray(store.offsets)).astype(np.int64)
+    df = _table_for_store(stats, store.checksum, "statistics")
+    if "edges" not in df.columns or len(df) != store.num_snapshots:
+        raise InputError(f"not the statistics of this store: expected an 'edges' column and {store.num_snapshots} "
+                         f"rows, got {len(df)} rows with columns {list(df.columns)[:6]}", stats)
+    return df.sort_values("snapshot")["edges"].to_numpy(dtype=np.int64) if "snapshot" in df else df["edges"].to_numpy()
+
+
+def overlap_options(overlap: pd.DataFrame, num_snapshots: int) -> tuple[int, tuple[int, ...], np.ndarray, np.ndarray] | None:
+    """(frame_size, options, overlap [F, n_opt], frame bounds [F, 2]) for the tuner from the analysis
+    stage's overlap table; None if the table has no frame of at least 2 snapshots."""
+    if overlap.empty:
+        return None
+    sizes = sorted(int(s) for s in overlap["frame_size"].unique() if 2 <= int(s) <= num_snapshots)
+    if not sizes:
+        return None
+    fs = sizes[-1]
+    frames = overlap[overlap["frame_size"] == fs].sort_values("t0")
+    options = (1, *sizes)
+    rates = np.ones((len(frames), len(options)))
+    for j, s in enumerate(options[1:], start=1):
+        sub = overlap[overlap["frame_size"] == s]
+        fallback = float(sub["overlap_rate"].mean())
+        for i, (t0, t1) in enumerate(zip(frames["t0"], frames["t1"])):
+            inside = sub[(sub["t0"] >= t0) & (sub["t1"] <= t1)]
+            rates[i, j] = float(inside["overlap_rate"].mean()) if len(inside) else fallback
+    return fs, options, rates, frames[["t0", "t1"]].to_numpy(dtype=np.int64)
+
+
+def tuner_from_overlap(overlap_path: str | Path, store, edges: np.ndarray, width: int,
+                       memory_bytes: float = DEFAULT_MEMORY_BYTES) -> TunerPlan | None:
+    """PiPAD's per-frame S_per from ``overlap.parquet`` (module docstring, step 4)."""
+    got = overlap_options(_table_for_store(overlap_path, store.checksum, "overlap"), store.num_snapshots)
+    if got is None:
+        log.info("%s: no frames to tune; the plan has no tuner", overlap_path)
+        return None
+    fs, options, rates, bounds = got
+    per_snapshot = edges.astype(np.float64) * 12 + float(store.num_nodes) * width * 4
+    snap_bytes = np.array([per_snapshot[a:b].max() for a, b in bounds])
+    return tune_frames(rates, memory_bytes, frame_size=fs, options=options, snapshot_bytes=snap_bytes)
+
+
+def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
+                   hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
+                   strategy: str = "contiguous", balance_method: str = "dp",
+                   memory_bytes: float = DEFAULT_MEMORY_BYTES) -> SchedulePlan:
+    """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
+    groups of ``window`` snapshots (module docstring). Raises CostError (the predictor lacks an
+    operator the model needs), ConfigError (more workers than groups, a window longer than the
+    store) or InputError (a table of another store)."""
+    from ..cost.models import model_calls
+    from ..cost.predictor import Predictor
+    from ..cost.stage import store_in_dim
+    from ..data.store import open_store
+
+    store = open_store(store_path)
+    predictor = Predictor.load(predictor_path)
+    calls = model_calls(model, store_in_dim(store), hidden)
+    try:
+        predictor.check(calls)
+    except CostError as exc:
+        raise CostError(f"{predictor_path}: {exc} (model {model} needs {', '.join(sorted(calls.required_operators()))})") from None
+    edges = snapshot_edges(store, stats)
+    if int(window) > store.num_snapshots:
+        raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
+    fwd, bwd = predictor.predict({"edges": edges}, calls, num_nodes=store.num_nodes)
+    tuner = None
+    if overlap is not None:
+        tuner = tuner_from_overlap(overlap, store, edges, calls.in_dim + calls.hidden, memory_bytes)
+    meta = {"predictor": str(predictor_path), "device": predictor.device, "num_nodes": int(store.num_nodes),
+            "window": int(window), "hidden": int(hidden), "model_calls": calls.to_dict(),
+            "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
+            "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap)}
+    return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers), dataset=str(store.attrs.get("name", "")),
+                      model=model, strategy=strategy, balance_method=balance_method, tuner=tuner,
+                      store_checksum=store.checksum, meta=meta)
