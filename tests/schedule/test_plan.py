@@ -12,9 +12,9 @@ def make_plan():
     T = 40
     fwd = rng.lognormal(size=T) * np.linspace(1, 4, T)
     tuner = tune_frames(np.tile([1.0, 0.9, 0.8, 0.7], (5, 1)), 10.0, snapshot_bytes=np.ones(5))
-    ops = (rng.random((6, 2, 2)), rng.random((6, 2, 2)), rng.random((6, 2, 2)))
+    ops = (rng.random((T, 2)), rng.random((T, 2)), rng.random((T, 2)))
     return build_plan(fwd, 2 * fwd, group_len=5, num_workers=3, dataset="as733", model="wdgcn",
-                      operator_times=ops, tuner=tuner, store_checksum="abc")
+                      layer_times=ops, tuner=tuner, store_checksum="abc")
 
 
 def test_roundtrip(tmp_path):

@@ -154,9 +154,8 @@ def simulate(splits, l, b, trace: list | None = None) -> float:
             g = inbox.popleft()
             start("p2", "Q", g, q[g])
 
-    dispatch()
-    while events:
-        now, _, proc, task, g = heapq.heappop(events)
+    def complete(proc, task, g):
+        nonlocal p1_busy, p2_busy, p1_idle_since
         if proc == "p1":
             p1_busy = False
             p1_idle_since = now
@@ -166,18 +165,14 @@ def simulate(splits, l, b, trace: list | None = None) -> float:
         else:
             p2_busy = False
             grads.add(g)  # gradient handed back to p1
+
+    dispatch()
+    while events:
+        now = events[0][0]
         # Complete every event at this instant before deciding, so ties do not depend on heap order.
         while events and events[0][0] == now:
-            _, _, proc2, task2, g2 = heapq.heappop(events)
-            if proc2 == "p1":
-                p1_busy = False
-                p1_idle_since = now
-                if task2 == "FA":
-                    queue.append(g2)
-                    inbox.append(g2)
-            else:
-                p2_busy = False
-                grads.add(g2)
+            _, _, proc, task, g = heapq.heappop(events)
+            complete(proc, task, g)
         dispatch()
     if queue or next_fwd < m or inbox:
         raise RuntimeError("pipeline simulation deadlocked")  # a bug, not bad input

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from .balance import BalancePlan, balance
-from .groups import GroupPlan, imbalance, plan_groups, sync_fraction, sync_ratio
+from .groups import GroupPlan, group_members, imbalance, plan_groups, sync_fraction, sync_ratio
 from .topology import BatchOrders, plan_operators_batch
 from .tuner import TunerPlan
 
@@ -132,24 +132,45 @@ class SchedulePlan:
                              source=path)
 
 
+def co_located_pairs(processes, group_len: int) -> np.ndarray:
+    """Snapshot pairs that a worker's two processes run forward at the same time, int64 [n, 2].
+
+    In the pipeline of :mod:`.balance`, process p1 runs the head (the first ``splits[i+1]``
+    snapshots) of group i+1 while p2 runs the tail of group i; the k-th snapshot of one is paired
+    with the k-th of the other, up to the shorter. The first group's head runs alone and is not
+    paired. Over all workers' processes."""
+    out = []
+    for proc in processes:
+        for i in range(len(proc.groups) - 1):
+            head = group_members(proc.groups[i + 1], group_len)[: int(proc.splits[i + 1])]
+            tail = group_members(proc.groups[i], group_len)[int(proc.splits[i]):]
+            k = min(head.size, tail.size)
+            out.append(np.stack([head[:k], tail[:k]], axis=1))
+    return np.concatenate(out) if out else np.zeros((0, 2), dtype=np.int64)
+
+
 def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, model: str,
-               strategy: str = "contiguous", balance_method: str = "dp", operator_times=None,
+               strategy: str = "contiguous", balance_method: str = "dp", layer_times=None,
                operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
                store_checksum: str | None = None, meta: dict | None = None) -> SchedulePlan:
     """Plan BLAD's two levels from per-snapshot predicted times.
 
     fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
     strategy: "contiguous" (BLAD), "lpt" or "even"; balance_method: "dp", "eq2" or "even";
-    operator_times: optional (agg, upd, rnn) each float [n, 2, L] (rnn may be None) for n co-located
-    snapshot pairs; tuner: an already computed ``tune_frames`` result to record.
+    layer_times: optional (agg, upd, rnn) each float [T, L] (rnn may be None), every snapshot's
+    forward time of each GCN layer's aggregation and update and of the non-commuting operator after
+    it: the operator-order manager then plans every co-located pair (:func:`co_located_pairs`) of
+    the balanced plan; tuner: an already computed ``tune_frames`` result to record.
     """
     groups = plan_groups(fwd, bwd, group_len, num_workers, strategy)
     processes = [balance(fwd, bwd, group_len, w, balance_method) for w in groups.workers]
     base = plan_groups(fwd, bwd, group_len, num_workers, "even")
     base_proc = [balance(fwd, bwd, group_len, w, "even") for w in base.workers]
     ops = None
-    if operator_times is not None:
-        agg, upd, *rest = operator_times
-        ops = plan_operators_batch(agg, upd, rest[0] if rest else None, operator_method)
+    if layer_times is not None:
+        pairs = co_located_pairs(processes, group_len)
+        agg, upd, rnn = (None if x is None else np.asarray(x, dtype=np.float64)[pairs] for x in
+                         (tuple(layer_times) + (None,))[:3])
+        ops = plan_operators_batch(agg, upd, rnn, operator_method)
     return SchedulePlan(dataset, model, group_len, groups, processes, base, base_proc, ops, tuner,
                         store_checksum, dict(meta or {}))

@@ -98,6 +98,38 @@ def tuner_from_overlap(overlap_path: str | Path, store, edges: np.ndarray, width
     return tune_frames(rates, memory_bytes, frame_size=fs, options=options, snapshot_bytes=snap_bytes)
 
 
+def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-snapshot forward seconds of each GCN layer's aggregation and update and of the
+    non-commuting compute operators after it (RNN cells, EvolveGCN's weight step), each float [T, L],
+    from :meth:`Predictor.breakdown` and the model's calls.
+
+    A layer is a role with an ``aggregate`` and an ``update`` call (T-GCN's gates and candidate, GCRN's
+    three filters: run one after the other in the step, so sequential layers here). A compute
+    operator that comes before the first layer (EvolveGCN's first weight step) is put after the last
+    one: snapshots run back to back in a process, so in steady state it follows the previous
+    snapshot's last layer. Each layer's two durations are those of the order ``"auto"`` resolves to;
+    BLAD's manager treats a commuting pair's durations as fixed whatever the order."""
+    layers: list[str] = []
+    extra: dict[int, list[str]] = {}
+    for op, role, *_ in calls.calls():
+        if op in ("graph_op", "nn_op"):
+            name = role.rsplit(".", 1)[0]
+            if name not in layers:
+                layers.append(name)
+        else:
+            extra.setdefault(len(layers) - 1, []).append(role)
+    if not layers:
+        raise CostError(f"model {calls.name}: no GCN layer to order")
+    T = len(breakdown)
+    agg = np.stack([breakdown[f"{name}.aggregate.forward"].to_numpy() for name in layers], axis=1)
+    upd = np.stack([breakdown[f"{name}.update.forward"].to_numpy() for name in layers], axis=1)
+    rnn = np.zeros((T, len(layers)))
+    for j, roles in extra.items():
+        for role in roles:
+            rnn[:, j % len(layers)] += breakdown[f"{role}.forward"].to_numpy()  # -1: before the first
+    return agg, upd, rnn
+
+
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",
@@ -122,6 +154,7 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     if int(window) > store.num_snapshots:
         raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
     fwd, bwd = predictor.predict({"edges": edges}, calls, num_nodes=store.num_nodes)
+    times = layer_times(predictor.breakdown({"edges": edges}, calls, num_nodes=store.num_nodes), calls)
     tuner = None
     if overlap is not None:
         tuner = tuner_from_overlap(overlap, store, edges, calls.in_dim + calls.hidden, memory_bytes)
@@ -130,5 +163,5 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
             "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
             "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap)}
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers), dataset=str(store.attrs.get("name", "")),
-                      model=model, strategy=strategy, balance_method=balance_method, tuner=tuner,
+                      model=model, strategy=strategy, balance_method=balance_method, layer_times=times, tuner=tuner,
                       store_checksum=store.checksum, meta=meta)
