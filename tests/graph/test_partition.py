@@ -117,6 +117,22 @@ def test_reflexbicut_max_part_comm(P):
     assert pt.part_send_cost(row, col, parts, P).max() == qr["max_part_comm"]
 
 
+@pytest.mark.parametrize("P", [3, 8])
+def test_reflexbicut_best_start_is_the_better_of_both_searches(P):
+    (row, col), _ = planted(N=300, k=6, p_in=0.06, p_out=0.02, seed=13)
+    N = 300
+    key = lambda parts: (lambda c: (c.max(), c.sum()))(pt.part_send_cost(row, col, parts, P))  # noqa: E731
+    bisect = pt.reflexbicut_partition(row, col, N, P, seed=1, start="bisect")
+    kway = pt.reflexbicut_partition(row, col, N, P, seed=1, start="kway")
+    best = pt.reflexbicut_partition(row, col, N, P, seed=1)
+    assert key(best) == min(key(bisect), key(kway))
+    # the search never makes its start worse
+    assert key(kway) <= key(pt.metis_partition(row, col, N, P, seed=1))
+    assert key(bisect) <= key(pt.reflexbicut_partition(row, col, N, P, seed=1, max_moves=0, start="bisect"))
+    with pytest.raises(InputError, match="start"):
+        pt.reflexbicut_partition(row, col, N, P, start="random")
+
+
 def test_reflexbicut_weights_nonpow2():
     row, col = random_graph(60, 150, 2)
     w = np.random.default_rng(0).random(60)

@@ -262,6 +262,9 @@ def plan_loads(plan, out_png: str | Path, title: str = "") -> list[Path]:
     ax[1].legend(fontsize=7, ncol=3, loc="upper center")
     ax[1].set_ylim(0, 1.4 * max(s["epoch_time"], s["baseline_epoch_time"]))
     ax[1].set_ylabel("predicted seconds per epoch")
-    ax[1].set_title(f"intra-worker: two processes (epoch {s['epoch_time']:.3g} s vs {s['baseline_epoch_time']:.3g} s)",
-                    fontsize=10)
+    sub = f"intra-worker: two processes (epoch {s['epoch_time']:.3g} s vs {s['baseline_epoch_time']:.3g} s)"
+    if "overlap_fraction" in s:
+        sub += (f"\noperator order: compute/memory overlap {100 * s['overlap_fraction']:.1f}% of the time "
+                f"(both aggregation-first {100 * s['default_overlap_fraction']:.1f}%)")
+    ax[1].set_title(sub, fontsize=9)
     return save(fig, out_png, title)
