@@ -27,8 +27,17 @@ the largest shapes and leave small ones wrong by multiples; dividing each row by
 the sum of squared *relative* errors, the quantity MAPE measures (noise-free timings are still
 recovered exactly, as the tests check).
 
+Width-specific coefficients: on a CPU the efficiency of a kernel depends on its widths, not only on
+its work (measured: a ``[N, F] @ [F, 8]`` GEMM costs about 4x more per multiply-add than one with 16
+or more output columns; the products above cannot express that, and one global fit missed such
+shapes by 2x). Where the fit shapes hold at least :data:`MIN_WIDTH_SHAPES` distinct shapes of one
+(F_in, F_out) pair, that pair gets its own NNLS coefficients over the same features (with the widths
+fixed this is a line in N and nnz); other pairs use the global coefficients. The profile grid spans
+exactly the widths the run's models use, so predictions for the run come from their own widths.
+
 Held-out accuracy: the shapes of each operator are split (seeded) into fit and held-out shapes, by
-shape, so that repeated measurements of one shape never sit on both sides; the saved coefficients
+shape, so that repeated measurements of one shape never sit on both sides, and stratified by width
+pair (other sizes at the same widths, see :func:`split_shapes`); the saved coefficients
 are those fitted on the fit shapes, so the recorded ``mape`` (mean absolute percentage error, as a
 fraction) and ``r2`` are exactly the held-out errors of the saved model.
 
@@ -55,6 +64,7 @@ from ..errors import ConfigError, CostError
 from .profile import DIRECTIONS, KEY_COLUMNS
 
 PREDICTOR_VERSION = 1
+MIN_WIDTH_SHAPES = 3  # distinct fit shapes a width pair needs for its own coefficients
 PREDICTOR_KIND = "dynagnn.cost.predictor"
 
 # name -> f(N, nnz, F_in, F_out), all float64 arrays
@@ -173,15 +183,27 @@ class OperatorModel:
     n_train: int = 0
     n_test: int = 0
     test_shapes: list[tuple[int, int, int, int]] = field(default_factory=list)
+    width_coef: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
     def predict(self, N, nnz, in_width, out_width) -> np.ndarray:
-        """Predicted seconds per call for the given shapes (arrays broadcast)."""
-        return design_matrix(self.features, N, nnz, in_width, out_width) @ self.coef
+        """Predicted seconds per call for the given shapes (arrays broadcast): a width pair's own
+        coefficients where it has them (module docstring), else the global ones."""
+        X = design_matrix(self.features, N, nnz, in_width, out_width)
+        out = X @ self.coef
+        if self.width_coef:
+            fi, fo = np.broadcast_arrays(*(np.asarray(v) for v in (in_width, out_width)), out)[:2]
+            for (a, b), c in self.width_coef.items():
+                mask = (fi == a) & (fo == b)
+                if mask.any():
+                    out = np.where(mask, X @ c, out)
+        return out
 
     def to_dict(self) -> dict:
         return {"features": list(self.features), "coef": [float(c) for c in self.coef],
                 "mape": _num(self.mape), "r2": _num(self.r2), "n_train": int(self.n_train),
-                "n_test": int(self.n_test), "test_shapes": [list(map(int, s)) for s in self.test_shapes]}
+                "n_test": int(self.n_test), "test_shapes": [list(map(int, s)) for s in self.test_shapes],
+                "width_coef": [{"in_width": int(a), "out_width": int(b), "coef": [float(x) for x in c]}
+                               for (a, b), c in sorted(self.width_coef.items())]}
 
     @classmethod
     def from_dict(cls, operator: str, direction: str, d: Mapping, where: str = "predictor") -> "OperatorModel":
@@ -194,9 +216,18 @@ class OperatorModel:
         if unknown or coef.shape != (len(feats),):
             raise CostError(f"{where}: operator {operator}/{direction} has unknown features {unknown} or "
                             f"{coef.size} coefficients for {len(feats)} features")
+        width_coef = {}
+        try:
+            for item in d.get("width_coef", []):
+                c = np.asarray(item["coef"], dtype=np.float64)
+                if c.shape != coef.shape:
+                    raise ValueError(f"{c.size} coefficients for {len(feats)} features")
+                width_coef[(int(item["in_width"]), int(item["out_width"]))] = c
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CostError(f"{where}: operator {operator}/{direction} has a bad width_coef entry ({exc})") from None
         return cls(operator, direction, feats, coef, _nan(d.get("mape")), _nan(d.get("r2")),
                    int(d.get("n_train", 0)), int(d.get("n_test", 0)),
-                   [tuple(int(v) for v in s) for s in d.get("test_shapes", [])])
+                   [tuple(int(v) for v in s) for s in d.get("test_shapes", [])], width_coef)
 
 
 def _num(v: float):
@@ -421,16 +452,32 @@ SHAPE_COLUMNS = ["N", "nnz", "in_width", "out_width"]
 
 def split_shapes(shapes: pd.DataFrame, operator: str, test_fraction: float, seed: int) -> np.ndarray:
     """Boolean mask [len(shapes)] of held-out shapes (rows of distinct shapes), seeded per operator
-    so that an operator's forward and backward models hold out the same shapes. At least 3 shapes
-    stay in the fit; with fewer than 4 shapes nothing is held out."""
-    k = len(shapes)
-    n_test = int(round(test_fraction * k)) if k >= 4 else 0
-    n_test = min(n_test, k - 3) if k >= 4 else 0
-    if test_fraction > 0 and k >= 4:
-        n_test = max(n_test, 1)
+    so that an operator's forward and backward models hold out the same shapes.
+
+    Stratified by width pair, because the question the predictor answers is the time of a snapshot
+    of an unseen size at the widths the model runs at: a pair with more than
+    :data:`MIN_WIDTH_SHAPES` shapes holds out ``round(test_fraction * k)`` of them (at least one)
+    and keeps at least MIN_WIDTH_SHAPES to fit its own coefficients. The shapes of smaller pairs
+    (EvolveGCN's weight step has one shape per pair) are pooled and split at random, keeping at
+    least 3 in the fit (none held out from fewer than 4); they are predicted by the global
+    coefficients."""
     rng = np.random.default_rng([int(seed), zlib.crc32(operator.encode())])
-    mask = np.zeros(k, dtype=bool)
-    mask[rng.permutation(k)[:n_test]] = True
+    mask = np.zeros(len(shapes), dtype=bool)
+    pooled = []
+    if test_fraction <= 0:
+        return mask
+    for _, idx in shapes.groupby(["in_width", "out_width"], sort=True).indices.items():
+        k = idx.size
+        if k <= MIN_WIDTH_SHAPES:
+            pooled.append(idx)
+            continue
+        n_test = min(max(1, int(round(test_fraction * k))), k - MIN_WIDTH_SHAPES)
+        mask[rng.permutation(idx)[:n_test]] = True
+    pool = np.concatenate(pooled) if pooled else np.zeros(0, dtype=np.int64)
+    k = pool.size
+    if k >= 4:
+        n_test = min(max(1, int(round(test_fraction * k))), k - 3)
+        mask[rng.permutation(pool)[:n_test]] = True
     return mask
 
 
@@ -462,10 +509,17 @@ def fit_operator(rows: pd.DataFrame, operator: str, direction: str, *, test_frac
     Xtr, ytr = X[~is_test], y_all[~is_test]
     w = 1.0 / ytr if weighting == "relative" else np.ones_like(ytr)
     coef = nnls(Xtr * w[:, None], ytr * w)
+    width_coef = {}
+    train = rows[~is_test]
+    for (a, b), grp in train.groupby(["in_width", "out_width"], sort=True):
+        if len(grp[SHAPE_COLUMNS].drop_duplicates()) >= MIN_WIDTH_SHAPES:
+            sel = ((train["in_width"] == a) & (train["out_width"] == b)).to_numpy()
+            width_coef[(int(a), int(b))] = nnls(Xtr[sel] * w[sel, None], ytr[sel] * w[sel])
     m = OperatorModel(operator, direction, feats, coef, n_train=int((~held).sum()), n_test=int(held.sum()),
-                      test_shapes=sorted(test_keys))
+                      test_shapes=sorted(test_keys), width_coef=width_coef)
     if is_test.any():
-        pred = X[is_test] @ coef
+        test = rows[is_test]
+        pred = m.predict(*(test[c].to_numpy() for c in SHAPE_COLUMNS))
         m.mape, m.r2 = mape(pred, y_all[is_test]), r2(pred, y_all[is_test])
     return m
 
