@@ -189,6 +189,8 @@ class OperatorModel:
         """Predicted seconds per call for the given shapes (arrays broadcast): a width pair's own
         coefficients where it has them (module docstring), else the global ones."""
         X = design_matrix(self.features, N, nnz, in_width, out_width)
+        if np.ndim(in_width) == 0 and np.ndim(out_width) == 0:  # the common call: one operator's widths
+            return X @ self.width_coef.get((int(in_width), int(out_width)), self.coef)
         out = X @ self.coef
         if self.width_coef:
             fi, fo = np.broadcast_arrays(*(np.asarray(v) for v in (in_width, out_width)), out)[:2]
