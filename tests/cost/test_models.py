@@ -12,6 +12,50 @@ from dynagnn.models.evolvegcn import MatGRUCell
 from dynagnn.models.layers import GCNLayer
 
 
+# aten ops that are no element-wise pass: profiled products, views, and in-place fills of new tensors
+_NOT_ELEMENTWISE = {"mm", "addmm", "matmul", "bmm", "split", "split_with_sizes", "chunk", "view", "_unsafe_view",
+                    "slice", "select", "unsqueeze", "expand", "alias", "detach", "transpose", "t", "zeros",
+                    "zeros_like", "new_zeros", "empty", "empty_like", "fill_", "zero_"}
+
+
+def elementwise_calls(model, in_dim: int, num_nodes: int = 11) -> Counter:
+    """("elementwise", w, w) for every op of one ``step`` whose output is an [N, w] tensor, outside the
+    profiled modules (LSTM/GRU cells, the matrix GRU, EvolveGCN-H's top-k) and other than products
+    and views: counted by intercepting the aten ops the step dispatches."""
+    import numpy as np
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from dynagnn.graph.csr import normalize
+    from dynagnn.models.evolvegcn import TopK
+
+    inside = [0]
+    out = Counter()
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            res = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            if (not inside[0] and isinstance(res, torch.Tensor) and res.dim() == 2 and res.shape[0] == num_nodes
+                    and name not in _NOT_ELEMENTWISE and "sparse" not in name):
+                out[("elementwise", res.shape[1], res.shape[1])] += 1
+            return res
+
+    skip = (nn.LSTMCell, nn.GRUCell, MatGRUCell, TopK)
+    for m in model.modules():
+        if isinstance(m, skip):
+            m.register_forward_pre_hook(lambda *_: inside.__setitem__(0, inside[0] + 1))
+            m.register_forward_hook(lambda *_: inside.__setitem__(0, inside[0] - 1))
+    rng = np.random.default_rng(0)
+    row, col = rng.integers(0, num_nodes, 30), rng.integers(0, num_nodes, 30)
+    adj = normalize(row, col, None, num_nodes)
+    x = torch.randn(num_nodes, in_dim)
+    state = model.initial_state(num_nodes)
+    with Count():
+        model.step(adj, x, state)
+    return out
+
+
 def module_calls(model) -> Counter:
     """(operator, F_in, F_out) of every operator module of a model, as the cost model names them."""
     out = Counter()
@@ -33,7 +77,9 @@ def module_calls(model) -> Counter:
 @pytest.mark.parametrize("in_dim, hidden", [(5, 7), (40, 8), (8, 8)])
 def test_calls_match_the_model_modules(name, in_dim, hidden):
     calls = model_calls(name, in_dim, hidden)
-    assert Counter((op, fi, fo) for op, _, fi, fo, _ in calls.calls()) == module_calls(build_model(name, in_dim, hidden))
+    model = build_model(name, in_dim, hidden)
+    want = module_calls(model) + elementwise_calls(model, in_dim)
+    assert Counter((op, fi, fo) for op, _, fi, fo, _ in calls.calls()) == want
     assert calls.required_operators() == {c[0] for c in calls.calls()}
 
 

@@ -23,6 +23,8 @@ TRUE = {
     ("lstm", "backward"): [7e-5, 2e-9, 4e-9, 8e-11],
     ("evolve", "forward"): [2e-5, 1e-9, 3e-9, 5e-11],
     ("evolve", "backward"): [5e-5, 2e-9, 5e-9, 1e-10],
+    ("elementwise", "forward"): [3e-6, 4e-10],
+    ("elementwise", "backward"): [6e-6, 9e-10],
 }
 
 GRID = Grid(vertices=[100, 400, 1600, 6400], degrees=[2.0, 8.0, 24.0], widths=[4, 8, 16, 32, 64])

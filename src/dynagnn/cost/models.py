@@ -9,8 +9,12 @@ resolves to (:meth:`dynagnn.models.layers.GCNLayer.resolved_order`: update first
 output is narrower than the input). The result has the two methods a predictor reads (``calls()``
 and ``required_operators()``), so it goes wherever a ModelConfig goes.
 
-What is not counted: element-wise gate arithmetic, concatenations, activations, EvolveGCN-H's
-top-k summary (an ``[N, F] @ [F, 1]`` product and a top-k), biases. EvolveGCN's matrix GRU is
+Element-wise work (bias adds, activations, gate arithmetic, concatenations) is listed op by op as
+``elementwise`` calls at the width of each op's output (``elementwise`` is profiled as one
+``a * b`` pass over ``[N, F]``): without it the predicted forward step of T-GCN was half the
+measured one. A chunk is a view and costs nothing. What is not counted: EvolveGCN-H's top-k summary
+(an ``[N, F] @ [F, 1]`` product and a top-k) and the element-wise ops of the matrix GRU, which act on
+``[F_in, F_out]`` weights, not on N rows. EvolveGCN's matrix GRU is
 costed as the profiled ``evolve`` operator (a ``GRUCell(F_out, F_out)`` over the F_in rows of the
 weight); the model's matrix GRU multiplies ``[F_in, F_in]`` matrices into ``[F_in, F_out]``, the
 same work when F_in = F_out and within a factor F_in / F_out otherwise.
@@ -27,12 +31,22 @@ MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn
 Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
 
 
-def _gcn(role: str, fi: int, fo: int, input_grad: bool) -> list[Call]:
+def _gcn(role: str, fi: int, fo: int, input_grad: bool, bias: bool = True) -> list[Call]:
     """A GCNLayer(fi, fo) with order "auto": update first when fo < fi, else aggregate first (the
-    aggregation of an input that needs no gradient, the raw features, has no backward)."""
+    aggregation of an input that needs no gradient, the raw features, has no backward); then its
+    bias add."""
     if fo < fi:
-        return [("nn_op", f"{role}.update", fi, fo, True), ("graph_op", f"{role}.aggregate", fo, fo, True)]
-    return [("graph_op", f"{role}.aggregate", fi, fi, input_grad), ("nn_op", f"{role}.update", fi, fo, True)]
+        ops = [("nn_op", f"{role}.update", fi, fo, True), ("graph_op", f"{role}.aggregate", fo, fo, True)]
+    else:
+        ops = [("graph_op", f"{role}.aggregate", fi, fi, input_grad), ("nn_op", f"{role}.update", fi, fo, True)]
+    return ops + (_ew(f"{role}.bias", fo) if bias else [])
+
+
+def _ew(role: str, *widths: int) -> list[Call]:
+    """Element-wise ops with outputs of these widths, one call each."""
+    if len(widths) == 1:
+        return [("elementwise", role, widths[0], widths[0], True)]
+    return [("elementwise", f"{role}{i}", w, w, True) for i, w in enumerate(widths)]
 
 
 @dataclass(frozen=True)
@@ -57,17 +71,22 @@ class ModelCalls:
     def calls(self) -> list[Call]:
         f, h = int(self.in_dim), int(self.hidden)
         if self.name == "tgcn":  # gates GCN(F+H -> 2H), candidate GCN(F+H -> H), both on [X ‖ H]
-            return _gcn("gates", f + h, 2 * h, True) + _gcn("cand", f + h, h, True)
-        if self.name in ("evolvegcn_o", "evolvegcn_h"):  # per layer: evolve the weight, then the GCN
-            return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False)
-                    + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True))
+            return (_ew("gates.cat", f + h) + _gcn("gates", f + h, 2 * h, True) + _ew("gates.sigmoid", 2 * h)
+                    + _ew("cand.in", h, f + h) + _gcn("cand", f + h, h, True)  # r ⊙ H, cat
+                    + _ew("out", h, h, h, h, h))  # tanh, u ⊙ H, 1 - u, (1 - u) ⊙ c, sum
+        if self.name in ("evolvegcn_o", "evolvegcn_h"):  # per layer: evolve the weight, the GCN, ReLU
+            return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False, bias=False) + _ew("layer0.relu", h)
+                    + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True, bias=False) + _ew("layer1.relu", h))
         if self.name == "wdgcn":
-            return _gcn("gcn", f, h, False) + [("lstm", "lstm", h, h, True)]
-        if self.name == "mpnn_lstm":
-            return (_gcn("gcn1", f, h, False) + _gcn("gcn2", h, h, True)
-                    + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)])
+            return _gcn("gcn", f, h, False) + _ew("gcn.relu", h) + [("lstm", "lstm", h, h, True)]
+        if self.name == "mpnn_lstm":  # the embedding [a ‖ b ‖ X] is the default ("concat")
+            return (_gcn("gcn1", f, h, False) + _ew("gcn1.relu", h) + _gcn("gcn2", h, h, True) + _ew("gcn2.relu", h)
+                    + _ew("lstm1.cat", 2 * h) + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)]
+                    + _ew("embedding.cat", 2 * h + f))
         # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
-        return _gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True) + _gcn("conv_hh", h, h, True)
+        return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
+                + _ew("gates", h, h, h, h, h)  # xz + hz, σ, xr + hr, σ, r ⊙ H
+                + _gcn("conv_hh", h, h, True, bias=False) + _ew("out", h, h, h, h, h, h))  # xh +, tanh, z ⊙ H, 1 - z, ⊙, +
 
     def required_operators(self) -> set[str]:
         return {c[0] for c in self.calls()}

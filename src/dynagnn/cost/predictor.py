@@ -14,6 +14,7 @@ gru, lstm     ``N*F_in``, ``N*F_out`` (inputs, states, gates: memory), ``N*F_out
               (the gate GEMMs: G·F_out rows of weights against F_in + F_out inputs)
 evolve        ``F_out*F_out`` (the cell's weights), ``F_in*F_out`` (the evolving weight, read and
               written), ``F_in*F_out*F_out`` (the gate GEMMs over F_in rows)
+elementwise   ``N*F_in`` (elements read and written; the intercept is the per-op launch cost)
 ============  =====================================================================================
 
 Fitting: non-negative least squares (NNLS, Lawson-Hanson active set, implemented here because scipy
@@ -87,6 +88,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "gru": ("1", "N*F_in", "N*F_out", "N*F_out*(F_in+F_out)"),
     "lstm": ("1", "N*F_in", "N*F_out", "N*F_out*(F_in+F_out)"),
     "evolve": ("1", "F_out*F_out", "F_in*F_out", "F_in*F_out*F_out"),
+    "elementwise": ("1", "N*F_in"),
 }
 
 
@@ -375,7 +377,8 @@ class Predictor:
         tensors are ``[N, F]`` for every snapshot; leave it out to use each snapshot's active vertices,
         for engines that compact a snapshot to its active subgraph (BLAD's subgraph batches). The graph
         operator's nnz is ``edges + N`` (the self-loops :func:`~dynagnn.graph.csr.normalize` adds).
-        Only the model's operators are counted: activations, loss and optimiser steps are not.
+        Only the listed calls are counted (:mod:`dynagnn.cost.models` lists dynagnn's models' element-wise
+        ops too; a ModelConfig does not): the loss and the optimiser step are not.
         """
         self.check(config)
         n, e = _snapshot_shapes(snapshot_stats, num_nodes)

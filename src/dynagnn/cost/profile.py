@@ -13,6 +13,9 @@ gru         ``torch.nn.GRUCell(F_in, F_out)`` over N vertices              N, F_
 lstm        ``torch.nn.LSTMCell(F_in, F_out)`` over N vertices             N, F_in, F_out
 evolve      EvolveGCN's weight step: ``GRUCell(F_out, F_out)`` whose       F_in, F_out
             batch is the F_in rows of the ``[F_in, F_out]`` weight
+elementwise one element-wise pass over ``[N, F]``: ``a * b`` (the unit    N, F (in = out)
+            in which the models' gate arithmetic, bias adds,
+            activations and concatenations are counted)
 ==========  ==========================================================  =======================
 
 Forward and backward are timed separately. The backward time of an operator is that of
@@ -57,7 +60,7 @@ from ..graph.csr import Adjacency, aggregate, normalize
 
 log = logging.getLogger(__name__)
 
-OPERATORS: tuple[str, ...] = ("graph_op", "nn_op", "gru", "lstm", "evolve")
+OPERATORS: tuple[str, ...] = ("graph_op", "nn_op", "gru", "lstm", "evolve", "elementwise")
 DIRECTIONS: tuple[str, ...] = ("forward", "backward")
 KEY_COLUMNS = ["operator", "direction", "device", "N", "nnz", "in_width", "out_width"]
 COLUMNS = KEY_COLUMNS + ["median_s", "min_s", "repeats", "number", "threads"]
@@ -104,6 +107,10 @@ class Grid:
                         nnz = min(int(round(n * d)), n * n)
                         for f in self.widths:
                             pts.append(Point(op, n, max(nnz, n), f, f))
+            elif op == "elementwise":
+                for n in self.vertices:
+                    for f in self.widths:
+                        pts.append(Point(op, n, 0, f, f))
             elif op == "evolve":
                 for fi in self.widths:
                     for fo in self.widths:
@@ -285,6 +292,11 @@ def _operator_calls(pt: Point, device: torch.device, seed: int) -> tuple[Callabl
         w = rand(pt.in_width, pt.out_width).requires_grad_(True)
         fwd = lambda: cell(w, w)  # noqa: E731  (EvolveGCN-O: W_t = GRU(W_{t-1}, W_{t-1}))
         inputs = [w, *cell.parameters()]
+    elif pt.operator == "elementwise":
+        a = rand(pt.N, pt.in_width).requires_grad_(True)
+        b = rand(pt.N, pt.in_width).requires_grad_(True)
+        fwd = lambda: a * b  # noqa: E731
+        inputs = [a, b]
     else:
         raise ConfigError(f"unknown operator {pt.operator!r}; known: {', '.join(OPERATORS)}")
 
