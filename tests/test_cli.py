@@ -132,7 +132,7 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
                  "--models", "tgcn", "--repeats", "2", "--threads", "1"]) == 0
     df = read_profile(cost / "profile.parquet")
     points = stage_grid("quick", models=["tgcn"]).points()
-    assert len(df) == 2 * len(points) and set(df["operator"]) == {"graph_op", "nn_op", "elementwise"}
+    assert len(df) == 2 * len(points) and set(df["operator"]) == {"graph_op", "nn_op", "elementwise", "sigmoid", "tanh"}
     assert (df["median_s"] > 0).all() and set(df["direction"]) == {"forward", "backward"}
     doc = json.loads((cost / "predictor.json").read_text())
     for op in ("graph_op", "nn_op"):

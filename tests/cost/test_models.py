@@ -19,9 +19,10 @@ _NOT_ELEMENTWISE = {"mm", "addmm", "matmul", "bmm", "split", "split_with_sizes",
 
 
 def elementwise_calls(model, in_dim: int, num_nodes: int = 11) -> Counter:
-    """("elementwise", w, w) for every op of one ``step`` whose output is an [N, w] tensor, outside the
+    """(op, w, w) for every op of one ``step`` whose output is an [N, w] tensor, outside the
     profiled modules (LSTM/GRU cells, the matrix GRU, EvolveGCN-H's top-k) and other than products
-    and views: counted by intercepting the aten ops the step dispatches."""
+    and views, with op "sigmoid", "tanh" or "elementwise": counted by intercepting the aten ops the
+    step dispatches."""
     import numpy as np
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -38,7 +39,8 @@ def elementwise_calls(model, in_dim: int, num_nodes: int = 11) -> Counter:
             name = func.overloadpacket.__name__
             if (not inside[0] and isinstance(res, torch.Tensor) and res.dim() == 2 and res.shape[0] == num_nodes
                     and name not in _NOT_ELEMENTWISE and "sparse" not in name):
-                out[("elementwise", res.shape[1], res.shape[1])] += 1
+                op = name if name in ("sigmoid", "tanh") else "elementwise"
+                out[(op, res.shape[1], res.shape[1])] += 1
             return res
 
     skip = (nn.LSTMCell, nn.GRUCell, MatGRUCell, TopK)

@@ -25,6 +25,10 @@ TRUE = {
     ("evolve", "backward"): [5e-5, 2e-9, 5e-9, 1e-10],
     ("elementwise", "forward"): [3e-6, 4e-10],
     ("elementwise", "backward"): [6e-6, 9e-10],
+    ("sigmoid", "forward"): [3e-6, 1.5e-9],
+    ("sigmoid", "backward"): [5e-6, 1e-9],
+    ("tanh", "forward"): [3e-6, 2.5e-9],
+    ("tanh", "backward"): [5e-6, 1e-9],
 }
 
 GRID = Grid(vertices=[100, 400, 1600, 6400], degrees=[2.0, 8.0, 24.0], widths=[4, 8, 16, 32, 64])

@@ -108,7 +108,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
 
     cost = wd / "results" / "cost" / "cpu"
     predictor = Predictor.load(cost / "predictor.json")
-    assert {op for op, _ in predictor.models} == {"graph_op", "nn_op", "evolve", "elementwise"}  # tgcn's and evolvegcn_o's
+    assert {op for op, _ in predictor.models} == {"graph_op", "nn_op", "evolve", "elementwise", "sigmoid", "tanh"}  # tgcn's and evolvegcn_o's
     assert all(m.mape == m.mape for m in predictor.models.values())  # held-out mape recorded
     assert len(pd.read_parquet(cost / "profile.parquet")) > 0 and (cost / "predicted_vs_measured.png").exists()
     synth = open_store(wd / "results" / "synth" / "store.zarr")

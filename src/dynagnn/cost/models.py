@@ -10,8 +10,9 @@ output is narrower than the input). The result has the two methods a predictor r
 and ``required_operators()``), so it goes wherever a ModelConfig goes.
 
 Element-wise work (bias adds, activations, gate arithmetic, concatenations) is listed op by op as
-``elementwise`` calls at the width of each op's output (``elementwise`` is profiled as one
-``a * b`` pass over ``[N, F]``): without it the predicted forward step of T-GCN was half the
+calls at the width of each op's output: ``sigmoid`` and ``tanh`` (profiled as such: 3-7x the
+cost of a multiply per element on CPU) and ``elementwise`` for the rest (profiled as one ``a * b``
+pass over ``[N, F]``): without it the predicted forward step of T-GCN was half the
 measured one. A chunk is a view and costs nothing. What is not counted: EvolveGCN-H's top-k summary
 (an ``[N, F] @ [F, 1]`` product and a top-k) and the element-wise ops of the matrix GRU, which act on
 ``[F_in, F_out]`` weights, not on N rows. EvolveGCN's matrix GRU is
@@ -29,6 +30,7 @@ from ..errors import ConfigError
 MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn")
 
 Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
+ELEMENTWISE: tuple[str, ...] = ("elementwise", "sigmoid", "tanh")  # [N, F] -> [N, F] operators, one width
 
 
 def _gcn(role: str, fi: int, fo: int, input_grad: bool, bias: bool = True) -> list[Call]:
@@ -42,11 +44,19 @@ def _gcn(role: str, fi: int, fo: int, input_grad: bool, bias: bool = True) -> li
     return ops + (_ew(f"{role}.bias", fo) if bias else [])
 
 
-def _ew(role: str, *widths: int) -> list[Call]:
-    """Element-wise ops with outputs of these widths, one call each."""
+def _ew(role: str, *widths: int, op: str = "elementwise") -> list[Call]:
+    """Element-wise ops (``op``: elementwise, sigmoid or tanh) with outputs of these widths, one call each."""
     if len(widths) == 1:
-        return [("elementwise", role, widths[0], widths[0], True)]
-    return [("elementwise", f"{role}{i}", w, w, True) for i, w in enumerate(widths)]
+        return [(op, role, widths[0], widths[0], True)]
+    return [(op, f"{role}{i}", w, w, True) for i, w in enumerate(widths)]
+
+
+def _sigmoid(role: str, *widths: int) -> list[Call]:
+    return _ew(role, *widths, op="sigmoid")
+
+
+def _tanh(role: str, *widths: int) -> list[Call]:
+    return _ew(role, *widths, op="tanh")
 
 
 @dataclass(frozen=True)
@@ -71,9 +81,9 @@ class ModelCalls:
     def calls(self) -> list[Call]:
         f, h = int(self.in_dim), int(self.hidden)
         if self.name == "tgcn":  # gates GCN(F+H -> 2H), candidate GCN(F+H -> H), both on [X ‖ H]
-            return (_ew("gates.cat", f + h) + _gcn("gates", f + h, 2 * h, True) + _ew("gates.sigmoid", 2 * h)
+            return (_ew("gates.cat", f + h) + _gcn("gates", f + h, 2 * h, True) + _sigmoid("gates.sigmoid", 2 * h)
                     + _ew("cand.in", h, f + h) + _gcn("cand", f + h, h, True)  # r ⊙ H, cat
-                    + _ew("out", h, h, h, h, h))  # tanh, u ⊙ H, 1 - u, (1 - u) ⊙ c, sum
+                    + _tanh("cand.tanh", h) + _ew("out", h, h, h, h))  # u ⊙ H, 1 - u, (1 - u) ⊙ c, sum
         if self.name in ("evolvegcn_o", "evolvegcn_h"):  # per layer: evolve the weight, the GCN, ReLU
             return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False, bias=False) + _ew("layer0.relu", h)
                     + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True, bias=False) + _ew("layer1.relu", h))
@@ -85,8 +95,9 @@ class ModelCalls:
                     + _ew("embedding.cat", 2 * h + f))
         # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
         return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
-                + _ew("gates", h, h, h, h, h)  # xz + hz, σ, xr + hr, σ, r ⊙ H
-                + _gcn("conv_hh", h, h, True, bias=False) + _ew("out", h, h, h, h, h, h))  # xh +, tanh, z ⊙ H, 1 - z, ⊙, +
+                + _ew("gates", h, h, h) + _sigmoid("gates.sigmoid", h, h)  # xz + hz, xr + hr, r ⊙ H; σ twice
+                + _gcn("conv_hh", h, h, True, bias=False) + _tanh("cand.tanh", h)
+                + _ew("out", h, h, h, h, h))  # xh +, z ⊙ H, 1 - z, ⊙, +
 
     def required_operators(self) -> set[str]:
         return {c[0] for c in self.calls()}

@@ -14,7 +14,8 @@ gru, lstm     ``N*F_in``, ``N*F_out`` (inputs, states, gates: memory), ``N*F_out
               (the gate GEMMs: G·F_out rows of weights against F_in + F_out inputs)
 evolve        ``F_out*F_out`` (the cell's weights), ``F_in*F_out`` (the evolving weight, read and
               written), ``F_in*F_out*F_out`` (the gate GEMMs over F_in rows)
-elementwise   ``N*F_in`` (elements read and written; the intercept is the per-op launch cost)
+elementwise,  ``N*F_in`` (elements read and written; the intercept is the per-op launch cost)
+sigmoid, tanh
 ============  =====================================================================================
 
 Fitting: non-negative least squares (NNLS, Lawson-Hanson active set, implemented here because scipy
@@ -89,6 +90,8 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "lstm": ("1", "N*F_in", "N*F_out", "N*F_out*(F_in+F_out)"),
     "evolve": ("1", "F_out*F_out", "F_in*F_out", "F_in*F_out*F_out"),
     "elementwise": ("1", "N*F_in"),
+    "sigmoid": ("1", "N*F_in"),
+    "tanh": ("1", "N*F_in"),
 }
 
 

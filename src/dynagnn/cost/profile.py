@@ -15,7 +15,11 @@ evolve      EvolveGCN's weight step: ``GRUCell(F_out, F_out)`` whose       F_in,
             batch is the F_in rows of the ``[F_in, F_out]`` weight
 elementwise one element-wise pass over ``[N, F]``: ``a * b`` (the unit    N, F (in = out)
             in which the models' gate arithmetic, bias adds,
-            activations and concatenations are counted)
+            ReLUs and concatenations are counted)
+sigmoid     ``torch.sigmoid`` over ``[N, F]`` (the GRU/LSTM-style gates     N, F (in = out)
+            outside the profiled cells: 3-7x the cost of ``a * b``
+            per element on CPU)
+tanh        ``torch.tanh`` over ``[N, F]`` (candidate states)               N, F (in = out)
 ==========  ==========================================================  =======================
 
 Forward and backward are timed separately. The backward time of an operator is that of
@@ -57,10 +61,12 @@ import torch
 
 from ..errors import ConfigError, CostError
 from ..graph.csr import Adjacency, aggregate, normalize
+from .models import ELEMENTWISE
 
 log = logging.getLogger(__name__)
 
-OPERATORS: tuple[str, ...] = ("graph_op", "nn_op", "gru", "lstm", "evolve", "elementwise")
+OPERATORS: tuple[str, ...] = ("graph_op", "nn_op", "gru", "lstm", "evolve", "elementwise", "sigmoid", "tanh")
+
 DIRECTIONS: tuple[str, ...] = ("forward", "backward")
 KEY_COLUMNS = ["operator", "direction", "device", "N", "nnz", "in_width", "out_width"]
 COLUMNS = KEY_COLUMNS + ["median_s", "min_s", "repeats", "number", "threads"]
@@ -107,7 +113,7 @@ class Grid:
                         nnz = min(int(round(n * d)), n * n)
                         for f in self.widths:
                             pts.append(Point(op, n, max(nnz, n), f, f))
-            elif op == "elementwise":
+            elif op in ELEMENTWISE:
                 for n in self.vertices:
                     for f in self.widths:
                         pts.append(Point(op, n, 0, f, f))
@@ -297,6 +303,11 @@ def _operator_calls(pt: Point, device: torch.device, seed: int) -> tuple[Callabl
         b = rand(pt.N, pt.in_width).requires_grad_(True)
         fwd = lambda: a * b  # noqa: E731
         inputs = [a, b]
+    elif pt.operator in ("sigmoid", "tanh"):
+        a = rand(pt.N, pt.in_width).requires_grad_(True)
+        act = torch.sigmoid if pt.operator == "sigmoid" else torch.tanh
+        fwd = lambda: act(a)  # noqa: E731
+        inputs = [a]
     else:
         raise ConfigError(f"unknown operator {pt.operator!r}; known: {', '.join(OPERATORS)}")
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..cost.models import ELEMENTWISE
 from ..errors import ConfigError, CostError, InputError
 from .plan import SchedulePlan, build_plan
 from .tuner import TunerPlan, tune_frames
@@ -107,13 +108,13 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
     three filters: run one after the other in the step, so sequential layers here). A compute
     operator that comes before the first layer (EvolveGCN's first weight step) is put after the last
     one: snapshots run back to back in a process, so in steady state it follows the previous
-    snapshot's last layer. Element-wise ops (bias adds, gate arithmetic) are left out. Each layer's two durations are those of the order ``"auto"`` resolves to;
+    snapshot's last layer. Element-wise ops (bias adds, activations, gate arithmetic) are left out. Each layer's two durations are those of the order ``"auto"`` resolves to;
     BLAD's manager treats a commuting pair's durations as fixed whatever the order."""
     layers: list[str] = []
     extra: dict[int, list[str]] = {}
     for op, role, *_ in calls.calls():
-        if op == "elementwise":
-            continue  # memory-bound glue between the operators the manager orders; not planned
+        if op in ELEMENTWISE:
+            continue  # element-wise glue between the operators the manager orders; not planned
         if op in ("graph_op", "nn_op"):
             name = role.rsplit(".", 1)[0]
             if name not in layers:
