@@ -20,11 +20,12 @@ rule profile:
         f"{RESULTS}/logs/profile/{{device}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/profile/{{device}}.tsv"
-    threads: config["cost"]["threads"]
+    threads: PROFILE_THREADS
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.predictor),
         grid=config["cost"]["grid"],
         repeats=config["cost"]["repeats"],
+        torch_threads=config["cost"]["threads"],
         seed=config["seed"],
         models=profile_models,
         hidden=profile_hidden,
@@ -32,5 +33,5 @@ rule profile:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn profile --device {wildcards.device} --out-dir {params.out_dir:q} --grid {params.grid} "
-        "--stores {input.stores:q} --models {params.models} --hidden {params.hidden} --threads {threads} "
+        "--stores {input.stores:q} --models {params.models} --hidden {params.hidden} --threads {params.torch_threads} "
         "--repeats {params.repeats} --seed {params.seed} > {log:q} 2>&1"
