@@ -4,11 +4,13 @@
    operator orders): the groups-to-workers partition, the exact two-process programme, BLAD's
    printed Eq. 2, the operator-order manager (vectorised exhaustive search and Algorithm 1) over 100
    co-located snapshot pairs, and PiPAD's tuner over 100 frames. Medians of interleaved rounds.
-2. Predicted imbalance of the even split against the balanced plan, on per-snapshot loads from the
-   analysis stage's stats tables (results/*/stats.parquet or results/*/analysis/stats.parquet) when
-   present, else on synthetic loads that grow and fluctuate like AS-733. Until the cost predictor is
-   fitted, a snapshot's forward time is the proxy edges + 32 * active_nodes (aggregation ~ E*F,
-   update ~ N*F*H) and its backward time twice that; only ratios are printed.
+2. Predicted imbalance of the even split against the balanced plan, on per-snapshot loads of the
+   datasets of the default run (results/*/stats.parquet), else on synthetic loads that grow and
+   fluctuate like AS-733. Two kinds of loads per dataset: "active" = edges + 32 * active_nodes with
+   backward twice forward (an engine that compacts each snapshot to its active subgraph, as BLAD's
+   batches do; only ratios matter), and, when the profile stage has run
+   (results/cost/cpu/predictor.json), "T-GCN" = the fitted cost model's forward and backward time of
+   a T-GCN step (hidden 32) in dynagnn's engine, whose tensors are [N, F] for every snapshot.
 """
 
 from __future__ import annotations
@@ -20,19 +22,38 @@ import numpy as np
 from .common import interleaved_medians
 
 
-def _loads():
+def _loads() -> dict:
+    """(dataset, kind) -> (fwd [T], bwd [T]) per-snapshot loads (module docstring)."""
+    import os
+
     import pandas as pd
 
+    predictor = None
+    if os.path.exists("results/cost/cpu/predictor.json"):
+        from dynagnn.cost.predictor import Predictor
+
+        predictor = Predictor.load("results/cost/cpu/predictor.json")
     out = {}
     for f in sorted(set(glob.glob("results/*/stats.parquet") + glob.glob("results/*/analysis/stats.parquet"))):
         d = pd.read_parquet(f, columns=["edges", "active_nodes"])
-        if len(d) >= 12:
-            name = f.split("/")[1]
-            out[name] = (d["edges"].to_numpy(float) + 32 * d["active_nodes"].to_numpy(float))
+        if len(d) < 12:
+            continue
+        name = f.split("/")[1]
+        fwd = d["edges"].to_numpy(float) + 32 * d["active_nodes"].to_numpy(float)
+        out[(name, "active")] = (fwd, 2 * fwd)
+        store = os.path.join(os.path.dirname(f), "store.zarr")
+        if predictor is not None and os.path.exists(store):
+            from dynagnn.cost.models import model_calls
+            from dynagnn.cost.stage import store_in_dim
+            from dynagnn.data.store import open_store
+
+            st = open_store(store)
+            calls = model_calls("tgcn", store_in_dim(st), 32)
+            out[(name, "T-GCN")] = predictor.predict({"edges": d["edges"].to_numpy()}, calls, num_nodes=st.num_nodes)
     if not out:
         rng = np.random.default_rng(0)
-        T = 100
-        out["synthetic"] = np.linspace(1, 6.95, T) * rng.lognormal(0, 0.4, T)
+        fwd = np.linspace(1, 6.95, 100) * rng.lognormal(0, 0.4, 100)
+        out[("synthetic", "active")] = (fwd, 2 * fwd)
     return out
 
 
@@ -71,11 +92,10 @@ def balance_ratios() -> dict:
     from dynagnn.schedule import balance, balanced_plan, even_plan, imbalance, sync_ratio
 
     print("\n== schedule: predicted balance, even split (ESDG / BLAD-Even) against the balanced plan")
-    print(f"  {'dataset':<12s} {'T':>4s} {'P':>2s} {'imb even':>9s} {'imb bal':>8s} {'ratio':>6s} "
+    print(f"  {'dataset':<12s} {'loads':<7s} {'T':>4s} {'P':>2s} {'imb even':>9s} {'imb bal':>8s} {'ratio':>6s} "
           f"{'sync even':>9s} {'sync bal':>8s} {'epoch even/bal':>14s} {'Eq.2/DP':>8s}")
     out = {}
-    for name, fwd in _loads().items():
-        bwd = 2 * fwd
+    for (name, kind), (fwd, bwd) in _loads().items():
         T = fwd.size
         k = min(8, max(2, T // 6))
         for P in (2, 4):
@@ -88,8 +108,8 @@ def balance_ratios() -> dict:
             r = {"imbalance_even": imbalance(ev.loads), "imbalance_balanced": imbalance(bal.loads),
                  "sync_even": sync_ratio(mk_even), "sync_balanced": sync_ratio(mk_bal),
                  "epoch_ratio": mk_even.max() / mk_bal.max(), "eq2_over_dp": mk_eq2.max() / mk_bal.max()}
-            out[f"{name}/P{P}"] = r
-            print(f"  {name:<12s} {T:4d} {P:2d} {r['imbalance_even']:9.3f} {r['imbalance_balanced']:8.3f} "
+            out[f"{name}/{kind}/P{P}"] = r
+            print(f"  {name:<12s} {kind:<7s} {T:4d} {P:2d} {r['imbalance_even']:9.3f} {r['imbalance_balanced']:8.3f} "
                   f"{r['imbalance_even'] / r['imbalance_balanced']:6.2f} {r['sync_even']:9.1%} "
                   f"{r['sync_balanced']:8.1%} {r['epoch_ratio']:14.2f} {r['eq2_over_dp']:8.3f}")
     print("  imb = max/mean predicted worker load; sync = (max - min)/max of worker pipeline time (BLAD Fig. 5/18: "
