@@ -23,9 +23,10 @@ TRAIN_RUNS = _train_runs(config) if _dynagnn_validate is not None else []
 # (dataset, model, workers, window, hidden) of every schedule plan; the cost model is of one device.
 SCHEDULE_RUNS = _schedule_runs(config) if _dynagnn_validate is not None else []
 COST_DEVICE = config["cost"]["device"]
-# cost.exclusive: the profile job holds every local core (capped at this machine's), so that no other
-# job shares the memory bandwidth and caches its timings depend on; torch still times with cost.threads
-PROFILE_THREADS = (max(config["cost"]["threads"], min(workflow.cores or 1, os.cpu_count() or 1))
+# cost.exclusive: the profile job asks for every core of this machine (Snakemake caps a job's threads at
+# --cores), so that no other job shares the memory bandwidth and caches its timings depend on; torch
+# still times with cost.threads. (workflow.cores raises when a cluster run gives no --cores.)
+PROFILE_THREADS = (max(config["cost"]["threads"], os.cpu_count() or 1)
                    if config["cost"]["exclusive"] else config["cost"]["threads"])
 
 # Formats whose `path` is not a file of the user's (a package's data, a generator).

@@ -318,9 +318,8 @@ def cmd_schedule(args) -> None:
              s["epoch_time"], s["baseline_epoch_time"], s["imbalance"], s["baseline_imbalance"],
              100 * s["sync_fraction"], 100 * s["baseline_sync_fraction"])
     if plan.operators is not None:
-        log.info("operator order of %d co-located snapshot pairs: compute/memory overlap %.1f%% of the time "
-                 "(both processes aggregation-first: %.1f%%)", plan.operators.update_first.shape[0],
-                 100 * s["overlap_fraction"], 100 * s["default_overlap_fraction"])
+        log.info("operator order of each worker's two processes: compute/memory overlap %.1f%% of the time "
+                 "(both aggregation-first: %.1f%%)", 100 * s["overlap_fraction"], 100 * s["default_overlap_fraction"])
     figure = args.figure or args.out.with_name(f"plan-{args.workers}.png")
     plan_loads(plan, figure, title=f"{plan.dataset}: {plan.model}, {plan.num_workers} workers, "
                                    f"groups of {plan.group_len}")

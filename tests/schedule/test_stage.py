@@ -19,15 +19,36 @@ def test_overlap_options_means_inside_each_big_frame():
     assert overlap_options(pd.DataFrame(rows[:0], columns=["frame_size"]), 8) is None
 
 
-def test_co_located_pairs_head_of_next_group_with_tail_of_this_one():
+def test_process_snapshots_and_mean_layer_times():
     from dynagnn.schedule.balance import BalancePlan
-    from dynagnn.schedule.plan import co_located_pairs
+    from dynagnn.schedule.plan import process_layer_times, process_snapshots
 
     # groups of 4 ending at 3, 4, 5: members 0-3, 1-4, 2-5; p1 runs the first splits[i] of each
-    proc = BalancePlan("dp", 4, [3, 4, 5], np.array([2, 1, 3]), 0.0, np.zeros(2))
-    # p1's head of group 4 ([1]) beside p2's tail of group 3 ([2, 3]); head of 5 ([2, 3, 4]) beside tail of 4
-    assert co_located_pairs([proc], 4).tolist() == [[1, 2], [2, 2], [3, 3], [4, 4]]
-    assert co_located_pairs([BalancePlan("dp", 4, [3], np.array([2]), 0.0, np.zeros(2))], 4).shape == (0, 2)
+    proc = BalancePlan("dp", 4, [3, 4, 5], np.array([2, 1, 4]), 0.0, np.zeros(2))
+    heads, tails = process_snapshots(proc, 4)
+    assert heads.tolist() == [0, 1, 1, 2, 3, 4, 5] and tails.tolist() == [2, 3, 2, 3, 4]
+    rng = np.random.default_rng(0)
+    agg, upd = rng.random((6, 2)), rng.random((6, 2))
+    lone = BalancePlan("dp", 4, [3], np.array([4]), 0.0, np.zeros(2))  # p2 runs nothing
+    a, u, r = process_layer_times([proc, lone], 4, (agg, upd))
+    assert a.shape == u.shape == r.shape == (2, 2, 2) and not r.any()
+    np.testing.assert_allclose(a[0, 0], agg[heads].mean(axis=0))
+    np.testing.assert_allclose(u[0, 1], upd[tails].mean(axis=0))
+    np.testing.assert_allclose(a[1, 0], agg[:4].mean(axis=0))
+    assert not a[1, 1].any()
+
+
+def test_plan_with_one_group_per_worker_orders_every_worker():
+    from dynagnn.schedule import build_plan
+
+    rng = np.random.default_rng(1)
+    T, L = 5, 2  # groups of 4: two groups, one per worker
+    fwd = rng.random(T) + 1
+    times = (rng.random((T, L)), rng.random((T, L)), rng.random((T, L)))
+    plan = build_plan(fwd, 2 * fwd, group_len=4, num_workers=2, dataset="d", model="tgcn", layer_times=times)
+    assert plan.operators.update_first.shape == (2, 2, L)
+    assert 0 <= plan.operators.overlap_fraction <= 1
+    assert plan.operators.overlap_fraction >= plan.operators.default_overlap_fraction
 
 
 @pytest.mark.parametrize("model", ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn"])

@@ -195,7 +195,8 @@ class OperatorModel:
         coefficients where it has them (module docstring), else the global ones."""
         X = design_matrix(self.features, N, nnz, in_width, out_width)
         if np.ndim(in_width) == 0 and np.ndim(out_width) == 0:  # the common call: one operator's widths
-            return X @ self.width_coef.get((int(in_width), int(out_width)), self.coef)
+            key = (np.asarray(in_width).item(), np.asarray(out_width).item())  # 32.0 finds (32, 32); 4.5 nothing
+            return X @ self.width_coef.get(key, self.coef)
         out = X @ self.coef
         if self.width_coef:
             fi, fo = np.broadcast_arrays(*(np.asarray(v) for v in (in_width, out_width)), out)[:2]

@@ -132,21 +132,30 @@ class SchedulePlan:
                              source=path)
 
 
-def co_located_pairs(processes, group_len: int) -> np.ndarray:
-    """Snapshot pairs that a worker's two processes run forward at the same time, int64 [n, 2].
+def process_snapshots(proc: BalancePlan, group_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """The snapshots each of a worker's two processes runs, int64 arrays (a snapshot once per group it
+    is in): p1 the first ``splits[i]`` snapshots of each group, p2 the rest."""
+    heads, tails = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for g, p in zip(proc.groups, proc.splits):
+        members = group_members(g, group_len)
+        heads.append(members[: int(p)])
+        tails.append(members[int(p):])
+    return np.concatenate(heads), np.concatenate(tails)
 
-    In the pipeline of :mod:`.balance`, process p1 runs the head (the first ``splits[i+1]``
-    snapshots) of group i+1 while p2 runs the tail of group i; the k-th snapshot of one is paired
-    with the k-th of the other, up to the shorter. The first group's head runs alone and is not
-    paired. Over all workers' processes."""
-    out = []
-    for proc in processes:
-        for i in range(len(proc.groups) - 1):
-            head = group_members(proc.groups[i + 1], group_len)[: int(proc.splits[i + 1])]
-            tail = group_members(proc.groups[i], group_len)[int(proc.splits[i]):]
-            k = min(head.size, tail.size)
-            out.append(np.stack([head[:k], tail[:k]], axis=1))
-    return np.concatenate(out) if out else np.zeros((0, 2), dtype=np.int64)
+
+def process_layer_times(processes, group_len: int, layer_times) -> tuple[np.ndarray, ...]:
+    """(agg, upd, rnn) float [workers, 2, L]: each process's mean per-layer times over the snapshots it
+    runs (:func:`process_snapshots`), from per-snapshot (agg, upd, rnn) [T, L] (rnn may be None);
+    a process that runs nothing gets zeros."""
+    agg, upd, rnn = (None if x is None else np.asarray(x, dtype=np.float64) for x in (tuple(layer_times) + (None,))[:3])
+    rnn = np.zeros_like(agg) if rnn is None else rnn
+    out = np.zeros((3, len(processes), 2, agg.shape[1]))
+    for w, proc in enumerate(processes):
+        for k, snaps in enumerate(process_snapshots(proc, group_len)):
+            if snaps.size:
+                for j, x in enumerate((agg, upd, rnn)):
+                    out[j, w, k] = x[snaps].mean(axis=0)
+    return out[0], out[1], out[2]
 
 
 def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, model: str,
@@ -159,8 +168,12 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     strategy: "contiguous" (BLAD), "lpt" or "even"; balance_method: "dp", "eq2" or "even";
     layer_times: optional (agg, upd, rnn) each float [T, L] (rnn may be None), every snapshot's
     forward time of each GCN layer's aggregation and update and of the non-commuting operator after
-    it: the operator-order manager then plans every co-located pair (:func:`co_located_pairs`) of
-    the balanced plan; tuner: an already computed ``tune_frames`` result to record.
+    it: the operator-order manager then chooses, for each worker of the balanced plan, one order per
+    process and layer from the process's mean operator times (:func:`process_layer_times`). One
+    order per process, as BLAD's Algorithm 1 sets each process's model: a snapshot's backward runs
+    its forward's operators in reverse, so orders chosen per snapshot pair could not be realised for
+    the backward passes, which in this pipeline overlap the other process's forward passes.
+    tuner: an already computed ``tune_frames`` result to record.
     """
     groups = plan_groups(fwd, bwd, group_len, num_workers, strategy)
     processes = [balance(fwd, bwd, group_len, w, balance_method) for w in groups.workers]
@@ -168,9 +181,6 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     base_proc = [balance(fwd, bwd, group_len, w, "even") for w in base.workers]
     ops = None
     if layer_times is not None:
-        pairs = co_located_pairs(processes, group_len)
-        agg, upd, rnn = (None if x is None else np.asarray(x, dtype=np.float64)[pairs] for x in
-                         (tuple(layer_times) + (None,))[:3])
-        ops = plan_operators_batch(agg, upd, rnn, operator_method)
+        ops = plan_operators_batch(*process_layer_times(processes, group_len, layer_times), operator_method)
     return SchedulePlan(dataset, model, group_len, groups, processes, base, base_proc, ops, tuner,
                         store_checksum, dict(meta or {}))
