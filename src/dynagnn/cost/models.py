@@ -95,9 +95,9 @@ class ModelCalls:
                     + _ew("embedding.cat", 2 * h + f))
         # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
         return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
-                + _ew("gates", h, h, h) + _sigmoid("gates.sigmoid", h, h)  # xz + hz, xr + hr, r ⊙ H; σ twice
-                + _gcn("conv_hh", h, h, True, bias=False) + _tanh("cand.tanh", h)
-                + _ew("out", h, h, h, h, h))  # xh +, z ⊙ H, 1 - z, ⊙, +
+                + _ew("z.sum", h) + _sigmoid("z.sigmoid", h) + _ew("r.sum", h) + _sigmoid("r.sigmoid", h)
+                + _ew("r.times_h", h) + _gcn("conv_hh", h, h, True, bias=False) + _ew("cand.sum", h)
+                + _tanh("cand.tanh", h) + _ew("out", h, h, h, h))  # z ⊙ H, 1 - z, (1 - z) ⊙ h~, sum
 
     def required_operators(self) -> set[str]:
         return {c[0] for c in self.calls()}
