@@ -117,16 +117,21 @@ def format_sizes(formats: pd.DataFrame, out_png: str | Path, title: str = "") ->
     return save(fig, out_png, title)
 
 
+def _log_x_unit_y(ax, xlabel: str, ylabel: str) -> None:
+    """A rate (0..1) against a log-scaled size, with the legend."""
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+
+
 def redundancy_by_batch(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
     """Sven's dispatch (η1) and aggregation (η2) redundancy against batch size."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.plot(table["batch_size"], table["mean_eta1"], "o-", label="dispatch η1 (sampled vertices)")
     ax.plot(table["batch_size"], table["mean_eta2"], "s-", label="aggregation η2 (batch vertices)")
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("batch size (events)")
-    ax.set_ylabel("redundancy rate")
-    ax.legend(fontsize=8)
+    _log_x_unit_y(ax, "batch size (events)", "redundancy rate")
     return save(fig, out_png, title)
 
 
@@ -153,11 +158,7 @@ def cache_hit_ratio(table: pd.DataFrame, out_png: str | Path, title: str = "") -
     styles = {"random": "--", "proximity": "-"}
     for (order, policy), sub in table.groupby(["order", "policy"], sort=False):
         ax.plot(100 * sub["fraction"], sub["hit_ratio"], styles.get(order, "-"), marker="o", label=f"{policy}, {order}")
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("cache size (% of vertices)")
-    ax.set_ylabel("hit ratio")
-    ax.legend(fontsize=8)
+    _log_x_unit_y(ax, "cache size (% of vertices)", "hit ratio")
     return save(fig, out_png, title)
 
 
