@@ -81,9 +81,10 @@ def main(repeats: int = 5) -> dict:
         print(f"  predict(), 100 snapshots, {name:<10s}: {timings[name] * 1e3:.3f} ms (BLAD: ~1 ms)")
     from pathlib import Path
 
-    engine = {"collegemsg": engine_check()}
+    engine = {"collegemsg/tgcn": engine_check()}
     if Path("results/blad_small/store.zarr").exists():  # strongly varying loads (N = 20,000)
-        engine["blad_small"] = engine_check(path=Path("results/blad_small/store.zarr"), repeats=3)
+        for model in ("tgcn", "evolvegcn_o", "wdgcn"):  # the default run's models
+            engine[f"blad_small/{model}"] = engine_check(model, path=Path("results/blad_small/store.zarr"), repeats=3)
     return {"engine": engine, "profile_s": t_prof, "worst_mape": worst, "repeat_mape": float(acc["repeat_mape"].mean()), "mape": acc.set_index(["operator", "direction"])["mape"].to_dict(),
             "predict_ms": {k: v * 1e3 for k, v in timings.items()}}
 
