@@ -361,6 +361,13 @@ def profile_operators(grid: Grid | Sequence[Point], device: str | torch.device =
     t_start = time.perf_counter()
     timer = _Timer(dev)
     try:
+        if points:
+            # the first operator of a process runs cold (allocator, thread pool, lazy kernels): measured
+            # at 6x its later time, it skewed the fit; one untimed pass of the first point absorbs it
+            fwd, bwd, _ = _operator_calls(points[0], dev, _seed(points[0], seed))
+            for fn in (fwd, bwd):
+                measure(fn, timer, warmup=warmup, repeats=1, min_sample_s=min_sample_s)
+            del fwd, bwd
         for pt in tqdm(points, desc=f"profile {label}", unit="shape", disable=not progress):
             fwd, bwd, nnz = _operator_calls(pt, dev, _seed(pt, seed))
             # forward runs with autograd recording on, as in training (the graph is then dropped)
