@@ -91,8 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="time the training operators on a device and fit the cost model",
                         description="Micro-benchmark the operators of the GCN-RNN models (sparse aggregation, "
                                     "dense update, LSTM/GRU cells, EvolveGCN's weight step, element-wise ops, "
-                                    "sigmoid, tanh), forward and backward, over a grid of vertex counts, edge counts and widths; fit one "
-                                    "linear model per operator and direction. Writes profile.parquet, "
+                                    "sigmoid, tanh), forward and backward, over a grid of vertex counts, edge "
+                                    "counts and widths; fit one linear model per operator and direction. Writes "
+                                    "profile.parquet, "
                                     "predictor.json (with each operator's held-out mape) and "
                                     "predicted_vs_measured.png in --out-dir.")
     pr.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")

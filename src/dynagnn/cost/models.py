@@ -85,8 +85,10 @@ class ModelCalls:
                     + _ew("cand.in", h, f + h) + _gcn("cand", f + h, h, True)  # r ⊙ H, cat
                     + _tanh("cand.tanh", h) + _ew("out", h, h, h, h))  # u ⊙ H, 1 - u, (1 - u) ⊙ c, sum
         if self.name in ("evolvegcn_o", "evolvegcn_h"):  # per layer: evolve the weight, the GCN, ReLU
-            return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False, bias=False) + _ew("layer0.relu", h)
-                    + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True, bias=False) + _ew("layer1.relu", h))
+            return ([("evolve", "layer0.evolve", f, h, True)] + _gcn("layer0", f, h, False, bias=False)
+                    + _ew("layer0.relu", h)
+                    + [("evolve", "layer1.evolve", h, h, True)] + _gcn("layer1", h, h, True, bias=False)
+                    + _ew("layer1.relu", h))
         if self.name == "wdgcn":
             return _gcn("gcn", f, h, False) + _ew("gcn.relu", h) + [("lstm", "lstm", h, h, True)]
         if self.name == "mpnn_lstm":  # the embedding [a ‖ b ‖ X] is the default ("concat")

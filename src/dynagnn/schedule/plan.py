@@ -147,8 +147,8 @@ def process_layer_times(processes, group_len: int, layer_times) -> tuple[np.ndar
     """(agg, upd, rnn) float [workers, 2, L]: each process's mean per-layer times over the snapshots it
     runs (:func:`process_snapshots`), from per-snapshot (agg, upd, rnn) [T, L] (rnn may be None);
     a process that runs nothing gets zeros."""
-    agg, upd, rnn = (None if x is None else np.asarray(x, dtype=np.float64) for x in (tuple(layer_times) + (None,))[:3])
-    rnn = np.zeros_like(agg) if rnn is None else rnn
+    agg, upd, *rest = (np.asarray(x, dtype=np.float64) for x in layer_times if x is not None)
+    rnn = rest[0] if rest else np.zeros_like(agg)
     out = np.zeros((3, len(processes), 2, agg.shape[1]))
     for w, proc in enumerate(processes):
         for k, snaps in enumerate(process_snapshots(proc, group_len)):

@@ -108,8 +108,9 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
     three filters: run one after the other in the step, so sequential layers here). A compute
     operator that comes before the first layer (EvolveGCN's first weight step) is put after the last
     one: snapshots run back to back in a process, so in steady state it follows the previous
-    snapshot's last layer. Element-wise ops (bias adds, activations, gate arithmetic) are left out. Each layer's two durations are those of the order ``"auto"`` resolves to;
-    BLAD's manager treats a commuting pair's durations as fixed whatever the order."""
+    snapshot's last layer. Element-wise ops (bias adds, activations, gate arithmetic) are left out.
+    Each layer's two durations are those of the order ``"auto"`` resolves to; BLAD's manager treats a
+    commuting pair's durations as fixed whatever the order."""
     layers: list[str] = []
     extra: dict[int, list[str]] = {}
     for op, role, *_ in calls.calls():
