@@ -101,3 +101,18 @@ def test_cli_train(link_store, tmp_path, capsys):
     assert torch.load(out / "model.pt", weights_only=True)["model"] == "gcrn"  # the flag wins
     rc = main(["-q", "train", str(link_store), "--out-dir", str(out), "--task", "classify"])
     assert rc == 2 and "needs labels" in capsys.readouterr().err
+
+
+def test_non_finite_validation_scores_never_win(link_store, monkeypatch):
+    def fit_with(val_scores):
+        tr = Trainer(link_store, TrainConfig(**{**FAST, "epochs": len(val_scores), "patience": 10}), progress=False)
+        real, scores = tr.evaluate, iter(val_scores)
+        monkeypatch.setattr(tr, "evaluate", lambda steps: {**real(steps), **(
+            {tr.task.primary: next(scores)} if steps is tr.split.val else {})})
+        return tr.fit()[0]
+
+    nan = float("nan")
+    metrics = fit_with([nan, 0.6, nan, 0.5])
+    assert metrics.loc[metrics["best"], "epoch"].tolist() == [1]
+    with pytest.raises(TrainingError, match="no epoch gave a finite validation"):
+        fit_with([nan, nan])

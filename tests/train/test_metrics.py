@@ -111,3 +111,12 @@ def test_mrr_by_source_brute_force():
         per_source.append(np.mean(1.0 / np.array(ranks)))
     assert M.mrr_by_source(s, y, src) == pytest.approx(np.mean(per_source))
     assert np.isnan(M.mrr_by_source([0.5], [0], [0]))
+
+
+def test_non_finite_scores_score_nan_not_perfect():
+    y = np.array([1, 0, 1, 0])
+    for bad in (np.full(4, np.nan), np.array([0.9, np.nan, 0.8, 0.1]), np.array([np.inf, 0.1, 0.2, 0.3])):
+        assert np.isnan(M.auc(bad, y)) and np.isnan(M.average_precision(bad, y))
+    assert np.isnan(M.mrr(np.array([np.nan, 1.0]), np.zeros((2, 3))))
+    assert np.isnan(M.mrr(np.array([0.5, 1.0]), np.array([[0.1, np.nan], [0.2, 0.3]])))
+    assert M.mrr(np.array([0.5, 1.0]), np.array([[0.1, 0.9], [0.2, 0.3]])) == pytest.approx((0.5 + 1.0) / 2)

@@ -84,6 +84,17 @@ def test_classification_targets_are_active_labelled(class_store):
     assert task.loss(head, h, 2, 0).item() == pytest.approx(F.cross_entropy(head(h)[idx], y).item(), rel=1e-6)
 
 
+def test_classification_counts_vertices_with_only_incoming_edges_in_directed_stores(tmp_path):
+    from tests.train.conftest import small_store
+
+    store = open_store(small_store(tmp_path / "directed.zarr", labels="class", directed=True))
+    assert store.directed
+    idx, _ = NodeClassification(store).targets(2)
+    row, col, _ = store.edges(2)
+    assert idx.tolist() == sorted(set(row.tolist()) | set(col.tolist()))
+    assert set(col.tolist()) - set(row.tolist())  # the case exists in this graph
+
+
 def test_regression(regress_store):
     store = open_store(regress_store)
     task = NodeRegression(store)

@@ -195,7 +195,11 @@ class Trainer:
             row.update({f"test_{k}": v for k, v in test.items()})
             rows.append(row)
             score = val[self.task.primary]
-            better = best is None or (score > best if self.task.maximize else score < best)
+            # a non-finite validation score never wins, and a non-finite best is always beaten
+            better = math.isfinite(score) and (best is None or not math.isfinite(best)
+                                               or (score > best if self.task.maximize else score < best))
+            if best is None and not better:
+                best = score
             if better:
                 best, since = score, 0
                 best_state = {"epoch": epoch, "model": copy.deepcopy(self.model.state_dict()),
@@ -207,6 +211,9 @@ class Trainer:
             if since >= c.patience:
                 log.info("early stop: no better val %s for %d epochs", self.task.primary, c.patience)
                 break
+        if best_state is None:
+            raise TrainingError(f"no epoch gave a finite validation {self.task.primary} (the model diverged?); "
+                                "nothing written")
         self.best = best_state
         metrics = pd.DataFrame(rows)
         metrics["best"] = metrics["epoch"] == best_state["epoch"]

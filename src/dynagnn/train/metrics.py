@@ -43,11 +43,11 @@ def auc(scores, labels) -> float:
     """ROC AUC = P(score of a random positive > score of a random negative), a tie counting 1/2.
 
     Computed with the Mann-Whitney statistic on average ranks: ``(Σ ranks of positives − P(P+1)/2)/(P·Q)``.
-    NaN when one class is absent.
+    NaN when one class is absent or a score is not finite.
     """
     s, y = _binary(scores, labels)
     p, q = int(y.sum()), int((~y).sum())
-    if p == 0 or q == 0:
+    if p == 0 or q == 0 or not np.isfinite(s).all():
         return float("nan")
     r = _average_ranks(s)
     return float((r[y].sum() - p * (p + 1) / 2.0) / (p * q))
@@ -57,11 +57,11 @@ def average_precision(scores, labels) -> float:
     """Average precision ``Σ_k (R_k − R_{k−1}) P_k`` over the distinct score thresholds, highest first.
 
     At threshold k every item with score >= the k-th distinct score is predicted positive; P_k, R_k are
-    the precision and recall there (scikit-learn's definition; no interpolation). NaN without positives.
+    the precision and recall there (scikit-learn's definition; no interpolation). NaN without positives or with a non-finite score.
     """
     s, y = _binary(scores, labels)
     p = int(y.sum())
-    if p == 0:
+    if p == 0 or not np.isfinite(s).all():
         return float("nan")
     order = np.argsort(-s, kind="stable")
     s, y = s[order], y[order]
@@ -89,8 +89,8 @@ def mrr(pos_scores, neg_scores) -> float:
         neg = np.broadcast_to(neg, (pos.shape[0], neg.shape[0]))
     if neg.ndim != 2 or neg.shape[0] != pos.shape[0]:
         raise ValueError(f"neg_scores must be [K] or [P, K] with P = {pos.shape[0]}, got shape {neg.shape}")
-    if pos.shape[0] == 0:
-        return float("nan")
+    if pos.shape[0] == 0 or not (np.isfinite(pos).all() and np.isfinite(neg).all()):
+        return float("nan")  # a NaN score must not rank as a perfect one
     rank = 1.0 + (neg > pos[:, None]).sum(1) + 0.5 * (neg == pos[:, None]).sum(1)
     return float((1.0 / rank).mean())
 

@@ -211,8 +211,10 @@ class NodeClassification(Task):
 
     def targets(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         if t not in self._targets:
-            row, _, _ = self.store.edges(t)
+            row, col, _ = self.store.edges(t)
             active = np.bincount(row, minlength=self.num_nodes) > 0
+            if self.store.directed:  # a vertex with only incoming edges (a cited paper) is active too
+                active |= np.bincount(col, minlength=self.num_nodes) > 0
             y = self.labels if self.static else self.labels[t]
             nodes = np.flatnonzero(active & (y.numpy() >= 0))
             idx = torch.from_numpy(nodes)
