@@ -195,11 +195,8 @@ class Trainer:
             row.update({f"test_{k}": v for k, v in test.items()})
             rows.append(row)
             score = val[self.task.primary]
-            # a non-finite validation score never wins, and a non-finite best is always beaten
-            better = math.isfinite(score) and (best is None or not math.isfinite(best)
-                                               or (score > best if self.task.maximize else score < best))
-            if best is None and not better:
-                best = score
+            # a non-finite validation score never wins (so best stays finite or None)
+            better = math.isfinite(score) and (best is None or (score > best if self.task.maximize else score < best))
             if better:
                 best, since = score, 0
                 best_state = {"epoch": epoch, "model": copy.deepcopy(self.model.state_dict()),
