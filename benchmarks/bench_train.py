@@ -61,7 +61,7 @@ def _trainer(path, config, baseline: bool):
 def compare_loops(path, label: str, epochs: int, **options) -> list[dict]:
     """Median epoch time (warm-up excluded) and phases of dynagnn against the PyG-T loop, per model."""
     from dynagnn.train.engine import TrainConfig
-    from dynagnn.train.timers import summary
+    from dynagnn.timing import summary
 
     from dynagnn.data.store import open_store
     store = open_store(path)
@@ -105,7 +105,7 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
     import torch
 
     from dynagnn.train.engine import TrainConfig, Trainer
-    from dynagnn.train.timers import peak_memory_bytes
+    from dynagnn.timing import peak_memory_bytes
 
     torch.set_num_threads(2)
     cfg = TrainConfig(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)

@@ -6,7 +6,7 @@ import torch
 
 from dynagnn.data.store import open_store
 from dynagnn.graph.csr import dense_normalized
-from dynagnn.train.timers import PhaseTimer
+from dynagnn.timing import PhaseTimer
 from dynagnn.train.transfer import SnapshotFeeder, full_nbytes, host_snapshot, key_diff
 from dynagnn.train.engine import load_host_snapshots
 

@@ -24,7 +24,7 @@ from torch import nn
 
 from dynagnn.graph import csr
 from dynagnn.graph.csr import Adjacency
-from dynagnn.train.timers import section
+from dynagnn.timing import section
 
 ORDERS = ("auto", "aggregate_first", "update_first")
 

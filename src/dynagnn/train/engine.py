@@ -7,7 +7,7 @@ windows are evaluated without gradients; the epoch with the best validation metr
 is kept, and training stops after ``patience`` epochs without improvement.
 
 Outputs (under ``out``): ``metrics.parquet`` (one row per epoch: loss, train seconds, ``val_*``,
-``test_*``), ``timings.parquet`` (one row per epoch and phase, :mod:`dynagnn.train.timers`; epoch -1
+``test_*``), ``timings.parquet`` (one row per epoch and phase, :mod:`dynagnn.timing`; epoch -1
 holds the one-off ``load`` of the store), ``model.pt`` (the best epoch's weights with the fingerprint
 of the model, task, data and hyper-parameters). All three are written to temporary names and renamed
 only once training has finished, so a failed run (NaN loss, bad input) leaves earlier outputs as they
@@ -38,7 +38,7 @@ from dynagnn.models import build_model
 from dynagnn.tables import write_parquet
 from dynagnn.train.strategies import make_strategy
 from dynagnn.train.tasks import make_task
-from dynagnn.train.timers import PhaseTimer
+from dynagnn.timing import PhaseTimer
 from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 
 log = logging.getLogger(__name__)

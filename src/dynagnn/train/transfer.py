@@ -30,7 +30,7 @@ import torch
 
 from dynagnn.graph.csr import Adjacency, is_symmetric, normalized_triples
 from dynagnn.graph.sortedkeys import isin_sorted
-from dynagnn.train.timers import PhaseTimer
+from dynagnn.timing import PhaseTimer
 
 MODES = ("full", "diff")
 

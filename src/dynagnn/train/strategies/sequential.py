@@ -13,7 +13,7 @@ import torch
 
 from dynagnn.train.checkpoint import run_blocks
 from dynagnn.train.strategies.base import Strategy
-from dynagnn.train.timers import section
+from dynagnn.timing import section
 
 
 class Sequential(Strategy):

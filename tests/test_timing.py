@@ -4,7 +4,7 @@ import time
 
 import pandas as pd
 
-from dynagnn.train import timers as T
+from dynagnn import timing as T
 
 
 def test_nested_phases_are_exclusive_and_sum_to_wall():
