@@ -92,8 +92,9 @@ class ModelCalls:
         if self.name == "wdgcn":
             return _gcn("gcn", f, h, False) + _ew("gcn.relu", h) + [("lstm", "lstm", h, h, True)]
         if self.name == "mpnn_lstm":  # the embedding [a ‖ b ‖ X] is the default ("concat")
+            # the spatial part's output [H1 ‖ H2 ‖ X] carries the skip through the StackedGNN seam
             return (_gcn("gcn1", f, h, False) + _ew("gcn1.relu", h) + _gcn("gcn2", h, h, True) + _ew("gcn2.relu", h)
-                    + _ew("lstm1.cat", 2 * h) + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)]
+                    + _ew("spatial.cat", 2 * h + f) + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)]
                     + _ew("embedding.cat", 2 * h + f))
         # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
         return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)

@@ -5,6 +5,10 @@ training engine owns the loop (so that strategies can cut it into checkpointed t
 or per-worker ranges); a model owns one step. ``state`` is a tuple of tensors (RNN hidden/cell
 states ``[N, H]``, or EvolveGCN's evolving weight matrices), so that
 ``torch.utils.checkpoint`` can carry it across block boundaries.
+
+:class:`StackedGNN` is the seam of the models whose every layer is a spatial (GCN) part on one
+snapshot followed by a per-vertex temporal part along time (WD-GCN, MPNN-LSTM, CD-GCN, TM-GCN): ESDG's
+snapshot partitioning redistributes between the two, PiPAD batches a frame's spatial parts.
 """
 
 from __future__ import annotations
@@ -64,3 +68,82 @@ class DynamicGNN(nn.Module):
         for adj, x in zip(adjs, xs):
             h, state = self.step(adj, x, state)
         return h, state
+
+
+class StackedGNN(DynamicGNN):
+    """A model of ``num_layers`` (spatial, temporal) layers; :meth:`step` is generic.
+
+    Subclasses set :attr:`num_layers` and implement:
+
+    - ``spatial(layer, adj, z, x) -> y``: the graph part of layer ``layer`` on one snapshot. ``z``
+      [N, F_l] is the layer's input (``x`` itself for layer 0), ``x`` [N, F] the snapshot's raw
+      features (for skip connections), ``y`` [N, S_l].
+    - ``temporal_state(layer, num_nodes, device) -> state``: the layer's initial per-vertex state, a
+      tuple of tensors that ALL have the vertex axis first (dim 0), so that any subset of rows of
+      each is the state of that subset of vertices.
+    - ``temporal(layer, ys, state) -> (zs, state)``: the per-vertex part over W consecutive snapshots
+      of n vertices, ``ys`` [W, n, S_l] -> ``zs`` [W, n, H_l], ``state`` with the same n rows in the
+      same order. Row-independent: row i of every output depends only on row i of the inputs.
+
+    The per-snapshot recurrence is then, with ``state`` the flat concatenation of every layer's
+    temporal state (layer 0's tensors first)::
+
+        z = x
+        for l in range(num_layers):
+            y = spatial(l, adj, z, x)                   # [N, S_l]
+            zs, state_l = temporal(l, y[None], state_l)  # [1, N, H_l]
+            z = zs[0]
+        return z, state                                 # the last layer's output is the embedding
+    """
+
+    num_layers: int = 1
+
+    def spatial(self, layer: int, adj: Adjacency, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        raise NotImplementedError
+
+    def temporal(self, layer: int, ys: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        raise NotImplementedError
+
+    def state_sizes(self) -> list[int]:
+        """How many tensors each layer's temporal state holds (to split the flat state)."""
+        sizes = self.__dict__.get("_state_sizes")
+        if sizes is None:
+            sizes = [len(self.temporal_state(l, 0, "meta")) for l in range(self.num_layers)]
+            self.__dict__["_state_sizes"] = sizes
+        return list(sizes)
+
+    def split_state(self, state: State) -> list[State]:
+        """The flat state of :meth:`initial_state`/:meth:`step` cut into one tuple per layer."""
+        out, i = [], 0
+        for k in self.state_sizes():
+            out.append(tuple(state[i:i + k]))
+            i += k
+        if i != len(state):
+            raise ValueError(f"{type(self).__name__}: a state of {len(state)} tensors, expected {i}")
+        return out
+
+    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+        return tuple(s for l in range(self.num_layers) for s in self.temporal_state(l, num_nodes, device))
+
+    def step(self, adj: Adjacency, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        z, new = x, []
+        for l, st in enumerate(self.split_state(state)):
+            y = self.spatial(l, adj, z, x)
+            zs, st = self.temporal(l, y[None], st)
+            z = zs[0]
+            new.extend(st)
+        return z, tuple(new)
+
+
+def lstm_over_time(cell: nn.LSTMCell, ys: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+    """Run a per-vertex :class:`torch.nn.LSTMCell` over ``ys`` [W, n, S] from ``state`` = (h, c),
+    each [n, H]; returns (hs [W, n, H], (h, c)). The n vertices are the cell's batch."""
+    h, c = state
+    hs = []
+    for y in ys:
+        h, c = cell(y, (h, c))
+        hs.append(h)
+    return torch.stack(hs), (h, c)

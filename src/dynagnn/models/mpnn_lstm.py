@@ -16,6 +16,11 @@ paper skips the window's raw features; here the current snapshot's, since a step
 Simplified on purpose: the paper's batch norm and dropout after each GCN layer are left out. Batch
 norm in training mode updates running statistics, so a step would not be a pure function of its
 inputs and a checkpointed recompute would update them twice. State ``(a, c1, b, c2)``, each [N, H].
+
+A :class:`~dynagnn.models.base.StackedGNN` of one layer. ``spatial`` is both GCN layers and carries
+the raw-feature skip through the seam: it returns ``[H1_t ‖ H2_t ‖ X_t]`` [N, 2H + F] ("concat") or
+``[H1_t ‖ H2_t]`` [N, 2H] ("last"). ``temporal`` runs LSTM1 on the first 2H columns, then LSTM2, and
+returns ``[a ‖ b ‖ X]`` (the skip columns passed through) or ``b``; its state is ``(a, c1, b, c2)``.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import DynamicGNN, State
+from .base import State, StackedGNN
 from .layers import GCNLayer
 
 
-class MPNNLSTM(DynamicGNN):
+class MPNNLSTM(StackedGNN):
     name = "mpnn_lstm"
+    num_layers = 1
 
     def __init__(self, in_dim: int, hidden_dim: int, embedding: str = "concat", order: str = "auto"):
         super().__init__(in_dim, hidden_dim)
@@ -44,14 +50,20 @@ class MPNNLSTM(DynamicGNN):
     def out_dim(self) -> int:
         return 2 * self.hidden_dim + self.in_dim if self.embedding == "concat" else self.hidden_dim
 
-    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+    def spatial(self, layer: int, adj, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        h1 = torch.relu(self.gcn1(adj, z))
+        h2 = torch.relu(self.gcn2(adj, h1))
+        return torch.cat([h1, h2, x] if self.embedding == "concat" else [h1, h2], dim=1)
+
+    def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 4)
 
-    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+    def temporal(self, layer: int, ys: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         a, c1, b, c2 = state
-        h1 = torch.relu(self.gcn1(adj, x))
-        h2 = torch.relu(self.gcn2(adj, h1))
-        a, c1 = self.lstm1(torch.cat([h1, h2], dim=1), (a, c1))
-        b, c2 = self.lstm2(a, (b, c2))
-        out = torch.cat([a, b, x], dim=1) if self.embedding == "concat" else b
-        return out, (a, c1, b, c2)
+        h2 = 2 * self.hidden_dim
+        outs = []
+        for y in ys:
+            a, c1 = self.lstm1(y[:, :h2], (a, c1))
+            b, c2 = self.lstm2(a, (b, c2))
+            outs.append(torch.cat([a, b, y[:, h2:]], dim=1) if self.embedding == "concat" else b)
+        return torch.stack(outs), (a, c1, b, c2)

@@ -10,6 +10,9 @@ v-LSTM (one LSTM per vertex, weights shared by all vertices). Per snapshot t, wi
 
 The LSTM is :class:`torch.nn.LSTMCell` with the N vertices as the batch (gate order i, f, g, o).
 State ``(h, c)``, both [N, H], zeros at the start. The step returns h_t as the embedding.
+
+A :class:`~dynagnn.models.base.StackedGNN` of one layer: ``spatial`` is the WD-GC layer (Z_t [N, H]),
+``temporal`` the v-LSTM over a run of snapshots, its state ``(h, c)``.
 """
 
 from __future__ import annotations
@@ -17,23 +20,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import DynamicGNN, State
+from .base import State, StackedGNN, lstm_over_time
 from .layers import GCNLayer
 
 
-class WDGCN(DynamicGNN):
+class WDGCN(StackedGNN):
     name = "wdgcn"
+    num_layers = 1
 
     def __init__(self, in_dim: int, hidden_dim: int, order: str = "auto"):
         super().__init__(in_dim, hidden_dim)
         self.gcn = GCNLayer(in_dim, hidden_dim, order=order)
         self.lstm = nn.LSTMCell(hidden_dim, hidden_dim)
 
-    def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
+    def spatial(self, layer: int, adj, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.gcn(adj, z))
+
+    def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 2)
 
-    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = state
-        z = torch.relu(self.gcn(adj, x))
-        h, c = self.lstm(z, (h, c))
-        return h, (h, c)
+    def temporal(self, layer: int, ys: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        return lstm_over_time(self.lstm, ys, state)
