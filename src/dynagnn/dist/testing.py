@@ -1,0 +1,27 @@
+"""Run a test body on P gloo processes and collect what each returned (tests of multi-worker code).
+
+    def body(ctx, comm, value):          # module level, so the spawned processes can import it
+        return comm.all_reduce(torch.tensor([value + ctx.rank])).item()
+
+    assert run_on(2, body, 1.0) == [3.0, 3.0]
+
+``body(ctx, comm, *args)`` runs with a :class:`~dynagnn.dist.comm.Comm` of the job; each process uses
+one torch thread so that P = 2 fits a 2-core machine. A failure in any process raises in the caller
+(:func:`~dynagnn.dist.launch.launch`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dynagnn.dist.comm import Comm
+from dynagnn.dist.launch import launch
+
+
+def _body(ctx, fn, args):
+    return fn(ctx, Comm(ctx), *args)
+
+
+def run_on(workers: int, fn: Callable[..., Any], *args, timeout: float = 120.0, threads: int = 1) -> list[Any]:
+    """``fn(ctx, comm, *args)`` on ``workers`` gloo processes; the results in rank order."""
+    return launch(_body, workers, fn, args, threads=threads, timeout=timeout)
