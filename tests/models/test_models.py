@@ -102,6 +102,40 @@ def dense_mpnn_lstm(p, As, Xs):
     return torch.cat([a, b, X], 1)
 
 
+def dense_cdgcn(p, As, Xs):
+    """ESDG §5.1, two layers: Y = ReLU(ÂZ ‖ ÂZ W + b), then an LSTM per vertex."""
+    states = [(torch.zeros(N, H), torch.zeros(N, H)) for _ in range(2)]
+    for A, X in zip(As, Xs):
+        z = X
+        for l in range(2):
+            y0 = A @ z
+            y = torch.relu(torch.cat([y0, y0 @ p[f"gcn.{l}.weight"] + p[f"gcn.{l}.bias"]], 1))
+            h, c = lstm(y, *states[l], *(p[f"lstm.{l}.{k}"] for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
+            states[l] = (h, c)
+            z = h
+    return z
+
+
+def m_matrix(T, w):
+    """M [T, T]: M_tk = 1/min(w, t) for max(1, t-w+1) <= k <= t (1-based), else 0."""
+    M = torch.zeros(T, T)
+    for t in range(1, T + 1):
+        for k in range(max(1, t - w + 1), t + 1):
+            M[t - 1, k - 1] = 1.0 / min(w, t)
+    return M
+
+
+def dense_tmgcn(p, As, Xs, w=4):
+    """Tensor form: per layer 𝒴 = GCN on every snapshot, then 𝒵 = 𝒴 ×_1 M."""
+    M = m_matrix(len(As), w)
+    Z = torch.stack(Xs)
+    for l in range(2):
+        Y = torch.stack([A @ z @ p[f"gcn.{l}.weight"] + p[f"gcn.{l}.bias"] for A, z in zip(As, Z)])
+        Y = torch.relu(Y) if l == 0 else Y
+        Z = torch.einsum("tk,knf->tnf", M, Y)
+    return Z[-1]
+
+
 CASES = {
     "wdgcn": ({}, dense_wdgcn),
     "tgcn": ({}, dense_tgcn_xh),
@@ -110,13 +144,16 @@ CASES = {
     "evolvegcn_o": ({}, lambda p, A, X: dense_evolvegcn(p, A, X, "o")),
     "evolvegcn_h": ({}, lambda p, A, X: dense_evolvegcn(p, A, X, "h")),
     "mpnn_lstm": ({}, dense_mpnn_lstm),
+    "cdgcn": ({}, dense_cdgcn),
+    "tmgcn": ({}, dense_tmgcn),
+    "tmgcn_w2": ({"w": 2}, lambda p, A, X: dense_tmgcn(p, A, X, w=2)),
 }
 
 
 def make(case, seed=0):
     torch.manual_seed(seed)
     kw, dense = CASES[case]
-    model = build_model(case.removesuffix("_x"), F, H, **kw)
+    model = build_model(case.removesuffix("_x").removesuffix("_w2"), F, H, **kw)
     with torch.no_grad():  # nonzero biases, so a dropped bias cannot hide
         for name, prm in model.named_parameters():
             if "bias" in name or ".B." in name:

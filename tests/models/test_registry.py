@@ -6,7 +6,7 @@ from dynagnn.models import MODELS, LinkPredictor, NodeClassifier, NodeRegressor,
 
 
 def test_registry_keys_are_model_names():
-    assert set(MODELS) == {"tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn"}
+    assert set(MODELS) == {"tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn", "cdgcn", "tmgcn"}
     for key, cls in MODELS.items():
         assert cls.name == key
         m = build_model(key, 3, 4)

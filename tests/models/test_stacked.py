@@ -12,11 +12,13 @@ from .graphs import N, window
 F, H, T = 5, 4, 5
 
 STACKED = sorted(k for k, cls in MODELS.items() if issubclass(cls, StackedGNN))
-CASES = [(k, {}) for k in STACKED] + [("mpnn_lstm", {"embedding": "last"})]
+CASES = [(k, {}) for k in STACKED] + [("mpnn_lstm", {"embedding": "last"}), ("tmgcn", {"w": 2}), ("tmgcn", {"w": 1})]
 
 
 def test_the_stacked_models():
-    assert {"wdgcn", "mpnn_lstm"} <= set(STACKED)
+    assert {"wdgcn", "mpnn_lstm", "cdgcn", "tmgcn"} <= set(STACKED)
+    with pytest.raises(ValueError, match="w must be >= 1"):
+        build_model("tmgcn", F, H, w=0)
 
 
 def make(name, kw, seed=0):

@@ -18,7 +18,10 @@ measured one. A chunk is a view and costs nothing. What is not counted: EvolveGC
 ``[F_in, F_out]`` weights, not on N rows. EvolveGCN's matrix GRU is
 costed as the profiled ``evolve`` operator (a ``GRUCell(F_out, F_out)`` over the F_in rows of the
 weight); the model's matrix GRU multiplies ``[F_in, F_in]`` matrices into ``[F_in, F_out]``, the
-same work when F_in = F_out and within a factor F_in / F_out otherwise.
+same work when F_in = F_out and within a factor F_in / F_out otherwise. TM-GCN's M-transform is
+listed at the model's default band width w (:data:`dynagnn.models.tmgcn.DEFAULT_W`): per layer and
+step, the divisor min(w, t) (two ops of width 1), the sum of the w−1 kept outputs, the add of the
+new one, the division, and the shift of the kept outputs (a concatenation of width (w−1)·H).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn")
+MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn", "cdgcn", "tmgcn")
 
 Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
 ELEMENTWISE: tuple[str, ...] = ("elementwise", "sigmoid", "tanh")  # [N, F] -> [N, F] operators, one width
@@ -49,6 +52,21 @@ def _ew(role: str, *widths: int, op: str = "elementwise") -> list[Call]:
     if len(widths) == 1:
         return [(op, role, widths[0], widths[0], True)]
     return [(op, f"{role}{i}", w, w, True) for i, w in enumerate(widths)]
+
+
+def _skip_gcn(role: str, fi: int, fo: int, input_grad: bool) -> list[Call]:
+    """CD-GCN's GCN with skip ``ReLU([ÂZ ‖ ÂZ W + b])``: always aggregate first, then the update, the
+    bias add, the concatenation and the activation (both of width fi + fo)."""
+    return ([("graph_op", f"{role}.aggregate", fi, fi, input_grad), ("nn_op", f"{role}.update", fi, fo, True)]
+            + _ew(f"{role}.bias", fo) + _ew(f"{role}.cat", fi + fo) + _ew(f"{role}.relu", fi + fo))
+
+
+def _m_transform(role: str, h: int, w: int) -> list[Call]:
+    """TM-GCN's M-transform step on [N, h] with band w (see the module docstring)."""
+    count = _ew(f"{role}.count", 1, 1)  # count + 1, clamp at w
+    if w == 1:
+        return count
+    return count + _ew(f"{role}.sum", h, h, h) + _ew(f"{role}.shift", (w - 1) * h)  # sum, + Y_t, / count
 
 
 def _sigmoid(role: str, *widths: int) -> list[Call]:
@@ -96,6 +114,14 @@ class ModelCalls:
             return (_gcn("gcn1", f, h, False) + _ew("gcn1.relu", h) + _gcn("gcn2", h, h, True) + _ew("gcn2.relu", h)
                     + _ew("spatial.cat", 2 * h + f) + [("lstm", "lstm1", 2 * h, h, True), ("lstm", "lstm2", h, h, True)]
                     + _ew("embedding.cat", 2 * h + f))
+        if self.name == "cdgcn":  # two layers: GCN with skip (F_l -> F_l + H), LSTM(F_l + H -> H)
+            return (_skip_gcn("layer0", f, h, False) + [("lstm", "layer0.lstm", f + h, h, True)]
+                    + _skip_gcn("layer1", h, h, True) + [("lstm", "layer1.lstm", 2 * h, h, True)])
+        if self.name == "tmgcn":  # two layers: GCN (ReLU after the first only), M-transform
+            from ..models.tmgcn import DEFAULT_W
+
+            return (_gcn("layer0", f, h, False) + _ew("layer0.relu", h) + _m_transform("layer0.m", h, DEFAULT_W)
+                    + _gcn("layer1", h, h, True) + _m_transform("layer1.m", h, DEFAULT_W))
         # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
         return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
                 + _ew("z.sum", h) + _sigmoid("z.sigmoid", h) + _ew("r.sum", h) + _sigmoid("r.sigmoid", h)

@@ -10,16 +10,19 @@ import difflib
 
 from dynagnn.errors import ConfigError
 
-from .base import DynamicGNN, State
+from .base import DynamicGNN, StackedGNN, State
+from .cdgcn import CDGCN
 from .evolvegcn import EvolveGCNH, EvolveGCNO
 from .gcrn import GCRN
 from .heads import LinkPredictor, NodeClassifier, NodeRegressor
 from .layers import GCN, GCNLayer, find_gcn_layers
 from .mpnn_lstm import MPNNLSTM
 from .tgcn import TGCN
+from .tmgcn import TMGCN
 from .wdgcn import WDGCN
 
-MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN)}
+MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN,
+                                                                  CDGCN, TMGCN)}
 
 
 def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
@@ -32,6 +35,6 @@ def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
     return cls(in_dim, hidden_dim, **kw)
 
 
-__all__ = ["MODELS", "build_model", "DynamicGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
-           "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN",
+__all__ = ["MODELS", "build_model", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
+           "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN", "CDGCN", "TMGCN",
            "LinkPredictor", "NodeClassifier", "NodeRegressor"]
