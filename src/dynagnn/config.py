@@ -9,7 +9,6 @@ against one file. Checks a schema cannot express (a time window needs a width) a
 from __future__ import annotations
 
 import copy
-import difflib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 
 def load_schema() -> dict:
@@ -43,10 +42,7 @@ def _message(err: jsonschema.ValidationError) -> str:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = list(err.schema.get("properties", {}))
         unknown = [k for k in err.instance if k not in allowed]
-        hints = []
-        for k in unknown:
-            close = difflib.get_close_matches(str(k), allowed, n=1)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        hints = [f"{k!r}{did_you_mean(k, allowed)}" for k in unknown]
         return f"config key {where}: unknown key {', '.join(hints)}; allowed: {', '.join(allowed)}"
     return f"config key {where}: {err.message}"
 
@@ -66,11 +62,14 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         check_dataset(name, spec)
     check_train(cfg, schema)
     for i, run in enumerate((cfg.get("schedule") or {}).get("runs") or []):
-        if run["dataset"] not in cfg["datasets"]:
-            close = difflib.get_close_matches(run["dataset"], list(cfg["datasets"]), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"config key schedule.runs.{i}.dataset: no dataset {run['dataset']!r}{hint}")
+        _check_run_dataset(cfg, run, f"schedule.runs.{i}")
     return cfg
+
+
+def _check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> None:
+    if run["dataset"] not in cfg["datasets"]:
+        hint = did_you_mean(run["dataset"], cfg["datasets"])
+        raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
 
 
 def check_train(cfg: dict[str, Any], schema: dict[str, Any]) -> None:
@@ -81,10 +80,7 @@ def check_train(cfg: dict[str, Any], schema: dict[str, Any]) -> None:
                      "properties": {k: v for k, v in section["properties"].items() if k != "runs"}}
     for i, run in enumerate(cfg.get("train", {}).get("runs", [])):
         where = f"train.runs.{i}"
-        if run["dataset"] not in cfg["datasets"]:
-            close = difflib.get_close_matches(run["dataset"], list(cfg["datasets"]), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
+        _check_run_dataset(cfg, run, where)
         errors = list(jsonschema.Draft202012Validator(option_schema).iter_errors(run.get("options", {})))
         if errors:
             err = errors[0]

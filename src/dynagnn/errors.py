@@ -38,3 +38,12 @@ class StoreError(DynagnnError):
 
 class CostError(DynagnnError):
     """A profile table or a fitted cost model is missing, incomplete or of another version."""
+
+
+def did_you_mean(name: object, choices) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``choices`` to ``name``, or "" if none is close:
+    the hint every "unknown name" message of dynagnn ends its name with."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

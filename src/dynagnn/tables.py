@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
+
+from .atomic import write_atomic
 
 
 def write_parquet(df: pd.DataFrame, out: str | Path, checksum: str, meta: dict | None = None) -> Path:
@@ -24,12 +25,4 @@ def write_parquet(df: pd.DataFrame, out: str | Path, checksum: str, meta: dict |
 
 def write_table(df: pd.DataFrame, out: str | Path, checksum: str, meta: dict | None = None) -> Path:
     """Write a table as Parquet atomically (temporary sibling, then rename), keyed by the checksum."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        write_parquet(df, tmp, checksum, meta)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return write_atomic(out, lambda tmp: write_parquet(df, tmp, checksum, meta))

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +61,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..atomic import write_text
 from ..errors import ConfigError, CostError
 from .profile import DIRECTIONS, KEY_COLUMNS
 
@@ -430,16 +430,8 @@ class Predictor:
         return cls(str(d["device"]), models, dict(d.get("meta", {})))
 
     def save(self, path: str | Path) -> Path:
-        """Write as JSON atomically (temporary file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        """Write as JSON atomically."""
+        return write_text(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "Predictor":

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import statistics
 import time
 import zlib
@@ -59,6 +58,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..atomic import write_atomic
 from ..errors import ConfigError, CostError
 from ..graph.csr import Adjacency, aggregate, normalize
 from .models import ELEMENTWISE
@@ -386,22 +386,14 @@ def profile_operators(grid: Grid | Sequence[Point], device: str | torch.device =
 
 
 def write_profile(df: pd.DataFrame, out: str | Path) -> Path:
-    """Write a profile table as Parquet, atomically (temporary file, then rename)."""
+    """Write a profile table as Parquet, atomically."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = {**(table.schema.metadata or {}), b"dynagnn.torch": torch.__version__.encode()}
     table = table.replace_schema_metadata(meta)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return write_atomic(out, lambda tmp: pq.write_table(table, tmp))
 
 
 def read_profile(path: str | Path) -> pd.DataFrame:

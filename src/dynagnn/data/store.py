@@ -5,9 +5,10 @@ Writing: every array is cut into chunks along its first axis and Dask tasks each
 only when complete, so a failed or interrupted ingest leaves the previous store (or nothing) behind.
 Metadata is consolidated, so opening a store reads one document.
 
-Reading: :class:`SnapshotStore` loads only the small arrays (offsets, times) on open; ``edges(t)``,
-``snapshot(t)`` and ``window(t0, t1)`` read only the chunks that hold those snapshots. CSR is built on
-load from the sorted rows with one bincount; it is never stored.
+Reading: :class:`SnapshotStore` loads only the small arrays (offsets, times) on open; ``edges(t)``
+and ``window_edges(t0, t1)`` read only the chunks that hold those snapshots, as numpy arrays sorted
+by (row, col). CSR is built from them by the graph layer (:func:`dynagnn.graph.csr.normalize`) with
+one bincount; it is never stored. The data layer does not import torch.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
-import uuid
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +28,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from .. import __version__
+from ..atomic import write_atomic
 from ..errors import StoreError
 from .types import EventStream, RawGraph, Snapshots
 
@@ -114,26 +113,7 @@ def write_store(path: str | Path, raw: RawGraph, snaps: Snapshots, features: np.
     spec: the ingest settings (format, windows, options), recorded in the attributes and hashed with
     the source checksum into the store's ``checksum``, the key of everything derived from it.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        _write_group(tmp, raw, snaps, features, spec, threads)
-        _replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
-
-
-def _replace(tmp: Path, path: Path) -> None:
-    if path.exists():
-        old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
+    return write_atomic(path, lambda tmp: _write_group(tmp, raw, snaps, features, spec, threads))
 
 
 def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, threads) -> None:
@@ -260,14 +240,6 @@ class SnapshotStore:
         cuts = self.offsets[t0:t1 + 1] - base
         return [(row[a:b], col[a:b], w[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
-    def snapshot(self, t: int):
-        """Snapshot t as a torch sparse CSR tensor [N, N] of float32 edge weights."""
-        return csr_tensor(*self.edges(t), self.num_nodes)
-
-    def window(self, t0: int, t1: int) -> list:
-        """Snapshots t0..t1-1 as torch sparse CSR tensors."""
-        return [csr_tensor(r, c, w, self.num_nodes) for r, c, w in self.window_edges(t0, t1)]
-
     def has(self, name: str) -> bool:
         return name in self.root
 
@@ -310,18 +282,3 @@ class SnapshotStore:
 def open_store(path: str | Path) -> SnapshotStore:
     """Open a snapshot store for reading; raises StoreError for a missing, incomplete or foreign one."""
     return SnapshotStore(path)
-
-
-def csr_tensor(row: np.ndarray, col: np.ndarray, weight: np.ndarray, num_nodes: int):
-    """A torch sparse CSR tensor [N, N] from edges sorted by (row, col), with one bincount."""
-    import torch  # heavy: only readers that want tensors pay for it
-
-    crow = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=num_nodes), out=crow[1:])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        # The store guarantees sorted, in-range, unique indices; checking them again costs a pass.
-        return torch.sparse_csr_tensor(torch.from_numpy(crow),
-                                       torch.from_numpy(np.ascontiguousarray(col, dtype=np.int64)),
-                                       torch.from_numpy(np.ascontiguousarray(weight, dtype=np.float32)),
-                                       size=(num_nodes, num_nodes), check_invariants=False)

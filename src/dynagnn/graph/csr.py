@@ -12,18 +12,38 @@ the first thing the PyTorch Geometric Temporal loop repeats every step and dynag
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from dynagnn.sortedkeys import row_offsets
 
-def _csr(crow: np.ndarray, col: np.ndarray, val: np.ndarray, n: int) -> torch.Tensor:
+
+@contextlib.contextmanager
+def _csr_beta_ok():
+    """Silence torch's "Sparse CSR tensor support is in beta" warning, and only it."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col),
-                                       torch.from_numpy(val), size=(n, n), check_invariants=False)
+        yield
+
+
+def csr_matrix(crow, col, values, num_nodes: int, num_cols: int | None = None) -> torch.Tensor:
+    """A torch sparse CSR tensor [N, N] (or [N, num_cols]) from its parts (numpy arrays or tensors,
+    on any device).
+
+    The parts are trusted (sorted, in-range, unique columns per row: every caller builds them so),
+    so torch does not check them again; that would cost a pass over the edges."""
+    def tensor(a):
+        return a if isinstance(a, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(a))
+
+    n = int(num_nodes)
+    m = n if num_cols is None else int(num_cols)
+    with _csr_beta_ok():
+        return torch.sparse_csr_tensor(tensor(crow), tensor(col), tensor(values), size=(n, m),
+                                       check_invariants=False)
 
 
 def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
@@ -79,8 +99,7 @@ class Adjacency:
         if self.symmetric:
             return self.matrix
         if self._transposed is None:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            with _csr_beta_ok():
                 self._transposed = self.matrix.t().to_sparse_csr()
         return self._transposed
 
@@ -101,11 +120,8 @@ class Adjacency:
 
     def pin_memory(self) -> "Adjacency":
         m = self.matrix
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            pinned = torch.sparse_csr_tensor(m.crow_indices().pin_memory(), m.col_indices().pin_memory(),
-                                             m.values().pin_memory(), size=m.shape, check_invariants=False)
-        return Adjacency(pinned, self.symmetric)
+        return Adjacency(csr_matrix(m.crow_indices().pin_memory(), m.col_indices().pin_memory(),
+                                    m.values().pin_memory(), m.shape[0]), self.symmetric)
 
     def dense(self) -> torch.Tensor:
         return self.matrix.to_dense()
@@ -151,10 +167,7 @@ def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_n
               self_loops: bool = True) -> Adjacency:
     """``Â`` of one snapshot's edges as an :class:`Adjacency` (CPU)."""
     r, c, v = normalized_triples(row, col, weight, num_nodes, self_loops)
-    crow = np.zeros(int(num_nodes) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=int(num_nodes)), out=crow[1:])
-    return Adjacency(_csr(crow, np.ascontiguousarray(c), np.ascontiguousarray(v), int(num_nodes)),
-                     is_symmetric(r, c, v, num_nodes))
+    return Adjacency(csr_matrix(row_offsets(r, num_nodes), c, v, num_nodes), is_symmetric(r, c, v, num_nodes))
 
 
 def aggregate(adj: Adjacency | torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import difflib
-
-from dynagnn.errors import ConfigError
+from dynagnn.errors import ConfigError, did_you_mean
 
 from .base import DynamicGNN, StackedGNN, State
 from .cdgcn import CDGCN
@@ -29,9 +27,7 @@ def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
     """The model registered as ``name``, built with (in_dim, hidden_dim) and its own keyword options."""
     cls = MODELS.get(name)
     if cls is None:
-        close = difflib.get_close_matches(str(name), list(MODELS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"model: unknown model {name!r}{hint}; known: {', '.join(MODELS)}")
+        raise ConfigError(f"model: unknown model {name!r}{did_you_mean(name, MODELS)}; known: {', '.join(MODELS)}")
     return cls(in_dim, hidden_dim, **kw)
 
 

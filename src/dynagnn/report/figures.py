@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -12,26 +11,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..atomic import write_all  # noqa: E402
+
 
 def save(fig, out_png: str | Path, title: str = "") -> list[Path]:
-    """Title and lay out ``fig``, save it to ``out_png`` and the same stem with .pdf, each through a
-    temporary file, and close it."""
+    """Title and lay out ``fig``, save it to ``out_png`` and the same stem with .pdf (both or
+    neither), and close it."""
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path in (out_png, out_png.with_suffix(".pdf")):
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        written.append(path)
-    plt.close(fig)
-    return written
+    try:
+        return write_all({path: lambda tmp, fmt=path.suffix[1:]: fig.savefig(tmp, format=fmt, dpi=150,
+                                                                             bbox_inches="tight")
+                          for path in (out_png, out_png.with_suffix(".pdf"))})
+    finally:
+        plt.close(fig)
 
 
 def _grouped_bars(ax, groups: list, series: dict[str, list[float]], xlabel: str, legend_size: int = 8) -> None:

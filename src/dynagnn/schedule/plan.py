@@ -10,13 +10,12 @@ the version, and, when asked, that the plan belongs to the expected dataset, mod
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_text
 from ..errors import InputError
 from .balance import BalancePlan, balance
 from .groups import GroupPlan, group_members, imbalance, plan_groups, sync_fraction, sync_ratio
@@ -109,18 +108,8 @@ class SchedulePlan:
             raise InputError(f"malformed schedule plan ({type(e).__name__}: {e})", where) from None
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (temporary file in the same folder, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        """Write atomically."""
+        return write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path, *, dataset: str | None = None, model: str | None = None,

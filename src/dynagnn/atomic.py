@@ -1,0 +1,75 @@
+"""Atomic writes: a file (or a directory, or a set of them) appears whole or not at all.
+
+Every writer of the library goes through here (DESIGN.md, "Errors": nothing half-written is left
+behind). A writer is a function ``write(tmp_path)`` that writes what it would write to the final path
+to ``tmp_path`` instead; :func:`write_all` calls each writer with a temporary sibling of its target
+(``.<name>.tmp-<pid>-<random>``, in the same folder, so that the rename is atomic), and renames the
+temporaries over the targets only once every writer has succeeded. On any error every temporary is
+removed and the targets are left as they were.
+
+A directory target (the Zarr store) is replaced by renaming the old one aside first; that is two
+renames, so a crash between them leaves the new directory under its temporary name and no target,
+never a mixture of old and new.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+Writer = Callable[[Path], object]
+
+
+def temporary_sibling(path: Path, kind: str = "tmp") -> Path:
+    """A fresh hidden name beside ``path``: ``.<name>.<kind>-<pid>-<8 hex>``."""
+    return path.with_name(f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _replace(tmp: Path, path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        old = temporary_sibling(path, "old")
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+
+
+def write_all(files: Mapping[str | Path, Writer]) -> list[Path]:
+    """Write every ``{target: writer}`` through a temporary sibling, then rename them all: all or
+    nothing. Parent folders are created. Returns the targets, in the mapping's order."""
+    tmps: dict[Path, Path] = {}
+    try:
+        for target, writer in files.items():
+            target = Path(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = temporary_sibling(target)
+            tmps[target] = tmp
+            writer(tmp)
+        for target, tmp in tmps.items():
+            _replace(tmp, target)
+    finally:
+        for tmp in tmps.values():
+            if tmp.exists():
+                _remove(tmp)
+    return list(tmps)
+
+
+def write_atomic(path: str | Path, writer: Writer) -> Path:
+    """Write one file or directory atomically: ``writer(tmp)``, then rename ``tmp`` over ``path``."""
+    return write_all({path: writer})[0]
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
