@@ -11,6 +11,7 @@ from dynagnn.analysis.redundancy import _sample_all
 from dynagnn.data.store import open_store
 from dynagnn.errors import InputError
 from dynagnn.graph import partition as gp
+from dynagnn.splits import minmax_ranges
 
 from ..conftest import random_events
 
@@ -78,7 +79,7 @@ def test_params():
 def test_group_halo(window):
     costs = np.random.default_rng(window).random(12)
     for P in (1, 2, 5):
-        ranges = gp.snapshot_groups(costs, P)
+        ranges = minmax_ranges(costs, P)
         v = CV.group_halo_volume(ranges, window, N=10, features=4)
         assert v.units == CV.count_group_halo(ranges, window)
         assert v.width == 40

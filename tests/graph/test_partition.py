@@ -1,5 +1,3 @@
-import itertools
-
 import numpy as np
 import pytest
 
@@ -142,29 +140,6 @@ def test_reflexbicut_weights_nonpow2():
         pt.reflexbicut_partition(row, col, 60, 3, weights=-w)
 
 
-def test_even_snapshot_split():
-    for T, P in [(10, 3), (6, 6), (7, 1), (100, 8)]:
-        g = pt.even_snapshot_split(T, P)
-        sizes = [b - a for a, b in g]
-        assert g[0][0] == 0 and g[-1][1] == T and all(g[i][1] == g[i + 1][0] for i in range(P - 1))
-        assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
-
-
-def test_snapshot_groups_matches_brute_force():
-    rng = np.random.default_rng(0)
-    for trial in range(30):
-        T = int(rng.integers(1, 9))
-        P = int(rng.integers(1, T + 1))
-        costs = rng.integers(0, 10, size=T).astype(float)
-        g = pt.snapshot_groups(costs, P)
-        assert len(g) == P and g[0][0] == 0 and g[-1][1] == T
-        assert all(b > a for a, b in g) and all(g[i][1] == g[i + 1][0] for i in range(P - 1))
-        got = max(costs[a:b].sum() for a, b in g)
-        best = min(max(costs[a:b].sum() for a, b in zip((0,) + cut, cut + (T,)))
-                   for cut in itertools.combinations(range(1, T), P - 1))
-        assert got == best
-
-
 def brute_quality(row, col, N, parts, P):
     nbrs = [set() for _ in range(N)]
     for r, c in zip(row.tolist(), col.tolist()):
@@ -206,11 +181,5 @@ def test_errors():
         pt.bgl_partition(e, e, 3, 0)
     with pytest.raises(InputError):
         pt.reflexbicut_partition(e, e, 2, 3)
-    with pytest.raises(InputError, match="P <= T"):
-        pt.even_snapshot_split(3, 4)
-    with pytest.raises(InputError):
-        pt.snapshot_groups([1.0, 2.0], 3)
-    with pytest.raises(InputError):
-        pt.snapshot_groups([1.0, 2.0], 0)
     with pytest.raises(InputError):
         pt.metis_partition(np.array([0]), np.array([5]), 3, 2)

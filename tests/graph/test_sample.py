@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from dynagnn.graph.sample import TemporalNeighbors
-from dynagnn.graph.sortedkeys import unique_inverse
+from dynagnn.sortedkeys import unique_inverse
 
 
 def brute_most_recent(src, dst, t, nodes, times, k, undirected):

@@ -14,6 +14,7 @@ import pandas as pd
 from dynagnn.errors import ConfigError
 from dynagnn.graph.order import proximity_order, random_order
 from dynagnn.graph.sample import NeighborSampler
+from dynagnn.sortedkeys import row_offsets
 from dynagnn.train.cache import FIFOCache, LRUCache, StaticCache
 
 POLICIES = ("static", "fifo", "lru")
@@ -89,8 +90,7 @@ def store_cache_table(store_path, client=None, *, train_fraction: float = 0.1, b
     store = open_store(store_path)
     row, col = union_graph(store)
     n = store.num_nodes
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    indptr = row_offsets(row, n)
     candidates = np.flatnonzero(np.diff(indptr) > 0)
     if candidates.size == 0:
         raise ConfigError(f"{store_path}: no vertex has an edge, so there is nothing to sample")

@@ -14,7 +14,7 @@ per vertex along time (``cell`` lstm: 4 gates, gru: 3; weights gates·(h·h + h�
 reads F input features, later layers h; T snapshots over N vertices; P workers.
 
 * **Snapshot partitioning (ESDG §4.2).** Worker p owns a contiguous range of t_p snapshots
-  (:func:`~dynagnn.graph.partition.even_snapshot_split`) and, for the RNN, a contiguous chunk of
+  (:func:`~dynagnn.splits.even_ranges`) and, for the RNN, a contiguous chunk of
   n_p vertices (:func:`~dynagnn.graph.partition.range_partition`). Redistribution 1 sends Y_t[V_q]
   from the owner of t to q, redistribution 2 sends Z_t[V_q] back; (t, v) moves unless both owners
   are the same worker, so one redistribution moves exactly ``T·N − Σ_p t_p·n_p`` rows
@@ -41,7 +41,7 @@ reads F input features, later layers h; T snapshots over N vertices; P workers.
   wrong: ESDG replicates the GCN weights on every worker, so their gradients are all-reduced too;
   the only saving of the group scheme over the snapshot scheme is the features.
 * **Snapshot-group partitioning (BLAD §5.1).** Worker p trains whole groups (snapshot S with its l
-  predecessors) for its contiguous range of S (:func:`~dynagnn.graph.partition.snapshot_groups`):
+  predecessors) for its contiguous range of S (:func:`~dynagnn.splits.minmax_ranges`):
   no features cross workers during training; the input snapshots before a range's start must be
   replicated once: Σ_p min(l, t0_p) snapshots (:func:`group_halo_volume`).
 * **Sven (TPDS §3.2 / HPDC §3.1.3), memory-based TGNN on M trainers.** A batch of bs events is
@@ -88,7 +88,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..graph import partition as gp
-from ..graph.sortedkeys import unique_sorted
+from ..splits import check_split, even_ranges, minmax_ranges
+from ..sortedkeys import unique_sorted
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,8 @@ def _check_model(features, hidden, layers) -> None:
 
 def snapshot_redistribution_volume(T: int, N: int, P: int, width: int = 1, dtype_size: int = 4) -> Volume:
     """Rows one ESDG redistribution (time -> vertex owners, or back) moves: T·N − Σ_p t_p·n_p, exact."""
-    T, P = gp._check_tp(T, P)
-    N, P = gp._check_np(N, P)
+    T, P = check_split(T, P)
+    N, P = gp.check_parts(N, P)
     qt, rt = divmod(T, P)
     qn, rn = divmod(N, P)
     local = P * qt * qn + qt * rn + qn * rt + min(rt, rn)
@@ -159,7 +160,7 @@ def esdg_paper_volume(T: int, N: int, P: int) -> float:
 def count_snapshot_redistribution(T: int, N: int, P: int) -> int:
     """Count, snapshot by snapshot, the (t, v) rows whose snapshot owner is not v's RNN owner."""
     time_owner = np.empty(int(T), dtype=np.int64)
-    for p, (a, b) in enumerate(gp.even_snapshot_split(T, P)):
+    for p, (a, b) in enumerate(even_ranges(T, P)):
         time_owner[a:b] = p
     vertex_owner = gp.range_partition(N, P)
     return int(sum(np.count_nonzero(vertex_owner != time_owner[t]) for t in range(int(T))))
@@ -181,7 +182,7 @@ def _distinct_degrees(edge_lists, N: int) -> np.ndarray:
 
 def _hash_part_sizes(N: int, P: int) -> np.ndarray:
     """Part sizes of :func:`~dynagnn.graph.partition.hash_partition` (a permutation mod P)."""
-    N, P = gp._check_np(N, P)
+    N, P = gp.check_parts(N, P)
     return np.bincount(np.arange(N) % P, minlength=P)
 
 
@@ -460,7 +461,7 @@ def snapshot_rows(T: int, N: int, P: int, model: dict) -> list[dict]:
 
 def group_rows(nnz, N: int, P: int, model: dict) -> list[dict]:
     """BLAD snapshot groups: no training features; the replicated halo snapshots; params."""
-    ranges = gp.snapshot_groups(np.asarray(nnz, dtype=float), P)
+    ranges = minmax_ranges(np.asarray(nnz, dtype=float), P)
     v = group_halo_volume(ranges, model["window"], N, model["features"], model["dtype_size"])
     rows = [_row("group", "blad_groups", P, 0, "forward", "halo", v, count_group_halo(ranges, model["window"]),
                  0.0, True)]

@@ -18,7 +18,8 @@ import pandas as pd
 from ..data.store import open_store
 from ..errors import InputError
 from ..graph import partition as gp
-from ..graph.sortedkeys import unique_sorted
+from ..splits import even_ranges, minmax_ranges
+from ..sortedkeys import unique_sorted
 
 VERTEX_METHODS = ("hash", "range", "metis", "bgl", "reflexbicut")
 TEMPORAL_METHODS = ("esdg_even", "blad_groups")
@@ -63,7 +64,7 @@ def score(store_path: str, method: str, P: int, union, seed: int = 0) -> dict:
     row.update(method=method, workers=P)
     t0 = time.perf_counter()
     if method in TEMPORAL_METHODS:
-        ranges = gp.even_snapshot_split(T, P) if method == "esdg_even" else gp.snapshot_groups(nnz.astype(float), P)
+        ranges = even_ranges(T, P) if method == "esdg_even" else minmax_ranges(nnz.astype(float), P)
         row["seconds"] = time.perf_counter() - t0
         load = np.array([nnz[a:b].sum() for a, b in ranges], dtype=float)
         row["max_worker_edges"] = float(load.max())

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dynagnn.graph.sample import TemporalNeighbors
-from dynagnn.graph.sortedkeys import sort_groups
+from dynagnn.sortedkeys import sort_groups
 
 DEFAULT_BATCH_SIZES = (200, 500, 1000, 2000, 4000)
 

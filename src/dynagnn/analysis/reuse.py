@@ -52,7 +52,7 @@ def frame_rows(store_path: str, t0: int, t1: int, size: int) -> pd.DataFrame:
 
 
 def _union_size(part, n: int) -> int:
-    from ..graph.sortedkeys import unique_sorted
+    from ..sortedkeys import unique_sorted
 
     keys = np.concatenate([r * n + c for r, c, _ in part]) if part else np.zeros(0, np.int64)
     return int(unique_sorted(keys).shape[0])

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.store import open_store
-from ..graph.sortedkeys import intersection_size
+from ..sortedkeys import intersection_size
 from .parallel import map_ranges, snapshot_ranges, workers_of, write_table
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..graph.sortedkeys import unique_sorted
+from ..sortedkeys import unique_sorted
 
 
 def dense_ids(*columns) -> tuple[list[np.ndarray], np.ndarray]:

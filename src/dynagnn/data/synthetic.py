@@ -27,7 +27,7 @@ import numpy as np
 
 from dynagnn.data.types import RawGraph, SnapshotList
 from dynagnn.errors import ConfigError
-from dynagnn.graph.sortedkeys import isin_sorted, unique_sorted
+from dynagnn.sortedkeys import isin_sorted, unique_sorted
 
 _MAX_NODES = 2**31 - 1          # keys row * N + col must fit in int64
 _WEIGHTED_ROUNDS = 50           # rounds of model draws before falling back to uniform draws

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from dynagnn.graph.sortedkeys import sort_groups
+from dynagnn.sortedkeys import sort_groups
 
 DEFAULT_SEQUENCES = 8
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynagnn.graph.sliced import segment_sum_sorted
-from dynagnn.graph.sortedkeys import isin_sorted
+from dynagnn.sortedkeys import isin_sorted
 
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynagnn.graph.sortedkeys import unique_sorted
+from dynagnn.sortedkeys import row_offsets, unique_sorted
 
 
 class TemporalNeighbors:
@@ -59,8 +59,7 @@ class TemporalNeighbors:
         self.nbr = nbr[o]
         self.eid = eid[o]
         self.time = time[o]
-        self.indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.vertex, minlength=self.num_nodes), out=self.indptr[1:])
+        self.indptr = row_offsets(self.vertex, self.num_nodes)
         # composite key vertex * U + rank(time): sorted, so one searchsorted answers all queries
         self._times = unique_sorted(self.time)
         u = max(int(self._times.size), 1)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
+from ..splits import even_bounds, minmax_bounds
 
 
 def _as_costs(fwd, bwd) -> tuple[np.ndarray, np.ndarray]:
@@ -164,38 +165,15 @@ def even_plan(fwd, bwd, group_len: int, num_workers: int) -> GroupPlan:
     fwd, bwd = _as_costs(fwd, bwd)
     W = group_loads(fwd, bwd, group_len)
     _check_workers(num_workers, W.size, group_len)
-    sizes = np.full(num_workers, W.size // num_workers)
-    sizes[: W.size % num_workers] += 1
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    return _plan_from_bounds(bounds, group_ids(fwd.size, group_len), W, group_len, fwd.size, "even")
-
-
-def _greedy_bounds(c: np.ndarray, P: int, cap: float) -> np.ndarray | None:
-    """Cut the prefix sums ``c`` [G+1] into at most P contiguous parts of sum <= cap, each part as long
-    as possible but leaving at least one group per remaining worker; None if infeasible."""
-    G = c.size - 1
-    bounds = [0]
-    start = 0
-    tol = cap * 1e-12
-    for k in range(P):
-        if start == G:
-            break
-        end = int(np.searchsorted(c, c[start] + cap + tol, side="right")) - 1
-        end = min(end, G - (P - k - 1))
-        if end <= start:
-            return None
-        bounds.append(end)
-        start = end
-    return np.asarray(bounds) if start == G else None
+    return _plan_from_bounds(even_bounds(W.size, num_workers), group_ids(fwd.size, group_len), W, group_len,
+                             fwd.size, "even")
 
 
 def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous") -> GroupPlan:
     """BLAD's inter-GPU partition: whole groups per worker, predicted loads balanced.
 
     strategy "contiguous" (default, BLAD Fig. 9a): the min-max contiguous partition, every worker
-    non-empty. Bisection on the bottleneck B between max(W) and sum(W): feasible(B) cuts greedily;
-    the optimum is a sum of consecutive loads, so once the bracket is narrower than float
-    resolution the greedy cut at the upper end is optimal. O(P log G) per test, ~100 tests.
+    non-empty (:func:`dynagnn.splits.minmax_bounds`).
     strategy "lpt": longest-processing-time-first list scheduling (not contiguous; 4/3-approximate).
     """
     fwd, bwd = _as_costs(fwd, bwd)
@@ -214,26 +192,7 @@ def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "c
         return GroupPlan(group_len, T, "lpt", [sorted(m) for m in members], loads)
     if strategy != "contiguous":
         raise ConfigError(f"strategy: expected 'contiguous' or 'lpt', got {strategy!r}")
-    c = np.concatenate([[0.0], np.cumsum(W)])
-    lo, hi = float(W.max()), float(c[-1])
-    best = _greedy_bounds(c, num_workers, hi)
-    for _ in range(200):
-        if hi - lo <= max(abs(hi), 1e-300) * 1e-15:
-            break
-        mid = 0.5 * (lo + hi)
-        b = _greedy_bounds(c, num_workers, mid)
-        if b is None:
-            lo = mid
-        else:
-            hi, best = mid, b
-    assert best is not None
-    # Fill to exactly P non-empty workers (splitting a part never raises the maximum).
-    bounds = list(best)
-    while len(bounds) - 1 < num_workers:
-        sizes = np.diff(bounds)
-        w = int(np.argmax(sizes))
-        bounds.insert(w + 1, bounds[w] + 1)
-    return _plan_from_bounds(np.asarray(bounds), ids, W, group_len, T, "contiguous")
+    return _plan_from_bounds(minmax_bounds(W, num_workers), ids, W, group_len, T, "contiguous")
 
 
 def plan_groups(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous") -> GroupPlan:

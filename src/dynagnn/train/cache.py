@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynagnn.graph.sortedkeys import sort_groups
+from dynagnn.sortedkeys import sort_groups
 
 
 def _ids(ids) -> np.ndarray:

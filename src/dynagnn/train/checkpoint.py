@@ -21,19 +21,15 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from dynagnn.models.base import State
+from dynagnn.splits import even_ranges
 
 
 def blocks(ts: Sequence[int], nb: int) -> list[list[int]]:
     """``ts`` cut into ``min(nb, len(ts))`` contiguous blocks whose sizes differ by at most one."""
     ts = list(ts)
-    nb = max(1, min(int(nb), len(ts)))
-    size, extra = divmod(len(ts), nb)
-    out, start = [], 0
-    for b in range(nb):
-        stop = start + size + (1 if b < extra else 0)
-        out.append(ts[start:stop])
-        start = stop
-    return out
+    if not ts:
+        return [ts]
+    return [ts[a:b] for a, b in even_ranges(len(ts), max(1, min(int(nb), len(ts))))]
 
 
 def run_blocks(step: Callable[[int, State], tuple[torch.Tensor, State]], ts: Sequence[int],

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from dynagnn.errors import ConfigError
-from dynagnn.graph.sortedkeys import isin_sorted
+from dynagnn.sortedkeys import isin_sorted
 from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
 from dynagnn.train import metrics as M
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from dynagnn.graph.sortedkeys import intersection_size, isin_sorted, unique_sorted
+from dynagnn.sortedkeys import intersection_size, isin_sorted, unique_sorted
 
 
 def test_against_numpy_sets():
