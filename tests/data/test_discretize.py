@@ -147,3 +147,77 @@ def test_random_and_identity_features(snapshot_graph):
     assert D.make_features("none", snapshot_graph, snaps) is None
     with pytest.raises(InputError, match="no node features"):
         D.make_features("source", snapshot_graph, snaps)
+
+
+def m_matrix(T, w):
+    """ESDG's M [T, T]: M_tk = 1/min(w, t) for max(1, t-w+1) <= k <= t (1-based), else 0."""
+    M = np.zeros((T, T))
+    for t in range(1, T + 1):
+        M[t - 1, max(1, t - w + 1) - 1:t] = 1.0 / min(w, t)
+    return M
+
+
+def dense(snaps, n):
+    A = np.zeros((snaps.num_snapshots, n, n))
+    for k in range(snaps.num_snapshots):
+        r, c, w = snaps.edges(k)
+        A[k, r, c] = w
+    return A
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("w, life", [(2, 1), (3, 1), (4, 2), (30, 1)])
+def test_m_product_matches_dense(directed, w, life):
+    ev = random_events(weights=True, seed=11)
+    raw = RawGraph(num_nodes=30, node_ids=np.arange(30), events=ev, directed=True)
+    kw = dict(by="time", width=100, directed=directed, edge_weight="sum", edge_life=life, threads=2)
+    base = D.build_snapshots(raw, **kw)
+    smooth = D.build_snapshots(raw, m_product=w, **kw)
+    want = np.einsum("tk,kij->tij", m_matrix(base.num_snapshots, w), dense(base, 30))
+    got = dense(smooth, 30)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for k in range(smooth.num_snapshots):  # the pattern is the union of the band, sorted and unique
+        r, c, v = smooth.edges(k)
+        assert np.all(np.diff(r * 30 + c) > 0) and np.all(v > 0)
+        assert len(r) == np.count_nonzero(want[k])
+
+
+def test_m_product_features_and_errors():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((7, 5, 3)).astype(np.float32)
+    for w in (1, 2, 3, 9):
+        want = np.einsum("tk,knf->tnf", m_matrix(7, w), x)
+        np.testing.assert_allclose(D.smooth_features_m_product(x, w), want, rtol=1e-5, atol=1e-6)
+    static = x[0]
+    assert D.smooth_features_m_product(static, 3) is static  # every row of M sums to 1
+    assert D.smooth_features_m_product(None, 3) is None
+    raw = RawGraph(num_nodes=30, node_ids=np.arange(30), events=random_events(), directed=True)
+    with pytest.raises(ValueError, match="m_product must be >= 1"):
+        D.build_snapshots(raw, by="time", width=100, m_product=0)
+
+
+def test_ingest_passes_m_product(tmp_path):
+    from dynagnn.data.ingest import ingest
+    from dynagnn.data.store import open_store
+
+    spec = {"format": "synthetic", "generator": "esdg",
+            "params": {"num_nodes": 20, "num_snapshots": 5, "avg_degree": 2.0, "seed": 3},
+            "snapshots": {"by": "source"}, "features": {"kind": "degree", "dim": 4}}
+    plain = open_store(ingest(spec, tmp_path / "plain.zarr"))
+    smooth = open_store(ingest({**spec, "m_product": 2}, tmp_path / "smooth.zarr"))
+    M = m_matrix(5, 2)
+    A = np.zeros((5, 20, 20))
+    for k in range(5):
+        r, c, v = plain.edges(k)
+        A[k, r, c] = v
+    for k in range(5):
+        r, c, v = smooth.edges(k)
+        got = np.zeros((20, 20))
+        got[r, c] = v
+        np.testing.assert_allclose(got, np.einsum("k,kij->ij", M[k], A), rtol=1e-6)
+    # features are made from the smoothed snapshots, then smoothed along time
+    onehot = np.zeros((5, 20, 4))
+    for k in range(5):
+        deg = np.minimum(np.bincount(smooth.edges(k)[0], minlength=20), 3)
+        onehot[k, np.arange(20), deg] = 1.0
+    np.testing.assert_allclose(smooth.features(), np.einsum("tk,knf->tnf", M, onehot), rtol=1e-6)

@@ -1,4 +1,4 @@
-"""Events to snapshots, edge-life smoothing, and node features for sources that have none.
+"""Events to snapshots, edge-life and M-product smoothing, and node features for sources that have none.
 
 A snapshot is a graph: within one snapshot an edge appears once, with a weight that merges the
 events that made it (their count, the sum of their weights, or 1). Undirected graphs are stored
@@ -7,6 +7,18 @@ symmetrised (both (u, v) and (v, u)), so that a snapshot's CSR is its full adjac
 Edge-life smoothing (ESDG Sec. 5.4, used by EvolveGCN): ``A_t <- A_t + sum_{i=t-l+1}^{t-1} A_i``,
 i.e. snapshot t holds the edges of the last l windows with their weights added. We follow the
 formula, not the prose's off-by-one ("carried to the subsequent l snapshots").
+
+M-product smoothing (ESDG Sec. 5.4, used by TM-GCN; notes/esdg.md §3.5 and §4.3): ``𝒜 ×_1 M`` and
+``𝒳 ×_1 M`` with the banded lower-triangular moving average (t, k from 1 at the first snapshot)
+
+    M_tk = 1 / min(w, t)   if max(1, t − w + 1) <= k <= t,   0 otherwise
+
+so snapshot t holds the mean of the last min(w, t) adjacency matrices (the union of their edges,
+each weight summed and divided by min(w, t)) and, for per-snapshot features, frame t the mean of
+the last min(w, t) frames. Static features [N, F] are unchanged (every row of M sums to 1). The
+store holds edges and Â is normalised on load, so the average is of the adjacency, before the
+normalisation; the ESDG authors' preprocessing averaged the normalised matrices instead. With both
+options the order is theirs: edge-life first, then the M-product.
 """
 
 from __future__ import annotations
@@ -162,12 +174,13 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], times: np.nd
 def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = None,
                     size: int | None = None, start: float | None = None, directed: bool | None = None,
                     self_loops: str = "drop", edge_weight: str = "count", edge_life: int = 1,
-                    empty: str = "keep", threads: int = 1) -> Snapshots:
+                    m_product: int = 1, empty: str = "keep", threads: int = 1) -> Snapshots:
     """The store's snapshots from a reader's output.
 
     by: "time" or "count" cut ``raw.events`` into windows (see :func:`window_bounds`); "source"
     takes ``raw.snapshots`` as they are. directed: None keeps the source's direction; False
-    symmetrises. edge_life: l >= 1, see the module docstring. empty: "keep" keeps windows with no
+    symmetrises. edge_life: l >= 1, m_product: the band width w >= 1 of M (1: none), see the module
+    docstring. empty: "keep" keeps windows with no
     edge (they are counted and logged) or "error" refuses them.
     Snapshot groups are reduced in parallel Dask tasks.
     """
@@ -175,6 +188,8 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
         raise ValueError(f"empty must be one of {EMPTY_POLICIES}, not {empty!r}")
     if edge_life < 1:
         raise ValueError(f"edge_life must be >= 1, not {edge_life}")
+    if m_product < 1:
+        raise ValueError(f"m_product must be >= 1, not {m_product}")
     directed = raw.directed if directed is None else directed
     n = raw.num_nodes
     if n > 3_000_000_000:
@@ -214,6 +229,7 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
 
     parts = [p for g in _run_tasks(group, _groups(count, 4 * threads), threads) for p in g]
     parts = smooth_edge_life(parts, n, edge_life, threads)
+    parts = smooth_m_product(parts, n, m_product, threads)
     empty_ids = [k for k, p in enumerate(parts) if p[0].shape[0] == 0]
     if empty_ids:
         if empty == "error":
@@ -230,18 +246,51 @@ def smooth_edge_life(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: 
     union of parts t-l+1..t (see the module docstring)."""
     if life == 1:
         return parts
+    # Sum, as in ESDG's A_t + sum A_i (binary edges then count the windows that had them)
+    return _smooth_band(parts, n, life, lambda k: 1.0, threads)
+
+
+def smooth_m_product(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, w: int,
+                     threads: int = 1) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """M-product smoothing ``𝒜 ×_1 M`` of a list of (row, col, weight) snapshots: part t (from 0)
+    becomes the weighted union of parts t-w+1..t with every weight divided by min(w, t+1) (see the
+    module docstring)."""
+    if w == 1:
+        return parts
+    return _smooth_band(parts, n, w, lambda k: 1.0 / min(w, k + 1), threads)
+
+
+def _smooth_band(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, span: int,
+                 scale: Callable[[int], float], threads: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Part k becomes ``scale(k) * sum(parts[k-span+1..k])`` (weights of equal edges summed)."""
     def smooth(ks):
         out = []
         for k in ks:
-            window = parts[max(0, k - life + 1): k + 1]
+            window = parts[max(0, k - span + 1): k + 1]
             r = np.concatenate([p[0] for p in window])
             c = np.concatenate([p[1] for p in window])
             w = np.concatenate([p[2] for p in window])
-            # Sum, as in ESDG's A_t + sum A_i (binary edges then count the windows that had them);
-            # each part is already symmetric when undirected.
-            out.append(reduce_edges(r, c, w, n, directed=True, edge_weight="sum", presorted_runs=True))
+            # each part is already symmetric when undirected
+            r, c, w = reduce_edges(r, c, w, n, directed=True, edge_weight="sum", presorted_runs=True)
+            f = scale(k)
+            out.append((r, c, w if f == 1.0 else (w * np.float32(f)).astype(np.float32)))
         return out
     return [p for g in _run_tasks(smooth, _groups(len(parts), 4 * threads), threads) for p in g]
+
+
+def smooth_features_m_product(x: np.ndarray | None, w: int) -> np.ndarray | None:
+    """``𝒳 ×_1 M`` of per-snapshot features [T, N, F]: frame t (from 0) becomes the mean of frames
+    t-w+1..t (min(w, t+1) of them). Static features [N, F] and None are returned as they are."""
+    if x is None or w == 1 or np.ndim(x) != 3:
+        return x
+    out = np.empty(x.shape, dtype=np.float32)
+    run = np.zeros(x.shape[1:], dtype=np.float64)
+    for t in range(x.shape[0]):
+        run += x[t]
+        if t >= w:
+            run -= x[t - w]
+        out[t] = run / min(w, t + 1)
+    return out
 
 
 def snapshot_degrees(snaps: Snapshots) -> np.ndarray:

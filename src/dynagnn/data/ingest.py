@@ -61,7 +61,7 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
         raw, by=by, width=win.get("width"), size=win.get("size"), start=win.get("start"),
         directed=directed, self_loops=spec.get("self_loops", "drop"),
         edge_weight=spec.get("edge_weight", "count"), edge_life=int(spec.get("edge_life", 1)),
-        empty=spec.get("empty_snapshots", "keep"), threads=threads)
+        m_product=int(spec.get("m_product", 1)), empty=spec.get("empty_snapshots", "keep"), threads=threads)
     log.info("built %d snapshots, %d edges in all, in %.2fs", snaps.num_snapshots, int(snaps.offsets[-1]),
              time.perf_counter() - t1)
     _check_per_snapshot_arrays(raw, snaps.num_snapshots, by)
@@ -69,6 +69,7 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     feat = spec.get("features") or {}
     x = discretize.make_features(feat.get("kind", "auto"), raw, snaps, dim=int(feat.get("dim", 32)),
                                  seed=int(feat.get("seed", 0)))
+    x = discretize.smooth_features_m_product(x, int(spec.get("m_product", 1)))
     record = dict(spec)
     record["directed"] = snaps.directed
     if generated_sum:
