@@ -119,14 +119,14 @@ def engine_check(model_name: str = "tgcn", hidden: int = 32, repeats: int = 7, p
     from dynagnn.cost.models import model_calls
     from dynagnn.cost.predictor import fit
     from dynagnn.cost.profile import profile_operators
-    from dynagnn.cost.stage import stage_grid, store_in_dim
+    from dynagnn.cost.stage import stage_grid
     from dynagnn.data.store import open_store
     from dynagnn.graph.csr import normalize
     from dynagnn.models import build_model
 
     path = path or _engine_store()
     store = open_store(path)
-    N, T, F = store.num_nodes, store.num_snapshots, store_in_dim(store)
+    N, T, F = store.num_nodes, store.num_snapshots, store.feature_dim()
     print(f"\n== cost model against model.step: {model_name} (H={hidden}) on {path} (N={N}, T={T}, F={F}), 1 thread")
     grid = stage_grid("auto", stores=[path], models=[model_name], hidden=[hidden])
     t0 = time.perf_counter()

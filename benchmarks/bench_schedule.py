@@ -44,11 +44,10 @@ def _loads() -> dict:
         store = os.path.join(os.path.dirname(f), "store.zarr")
         if predictor is not None and os.path.exists(store):
             from dynagnn.cost.models import model_calls
-            from dynagnn.cost.stage import store_in_dim
             from dynagnn.data.store import open_store
 
             st = open_store(store)
-            calls = model_calls("tgcn", store_in_dim(st), 32)
+            calls = model_calls("tgcn", st.feature_dim(), 32)
             out[(name, "T-GCN")] = predictor.predict({"edges": d["edges"].to_numpy()}, calls, num_nodes=st.num_nodes)
     if not out:
         rng = np.random.default_rng(0)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .analysis.stage import ANALYSES, AnalysisOptions
 from .errors import ConfigError, DynagnnError
 
 log = logging.getLogger("dynagnn")
@@ -68,24 +69,27 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--out-dir", type=Path, required=True, help="directory of the tables and figures")
     an.add_argument("--parts", nargs="+", choices=ANALYSES, default=list(ANALYSES),
                     help="which analyses (default: all; redundancy needs an event stream)")
-    an.add_argument("--frame-sizes", nargs="+", type=int, default=[2, 4, 8], help="snapshots per frame (PiPAD)")
-    an.add_argument("--edge-lives", nargs="+", type=int, default=[1, 5], help="edge lives for the format table")
-    an.add_argument("--batch-sizes", nargs="+", type=int, default=[200, 500, 1000, 2000, 4000],
-                    help="events per batch (Sven)")
-    an.add_argument("--neighbors", type=int, default=10, help="k most recent neighbours sampled per event")
-    an.add_argument("--partition-workers", nargs="+", type=int, default=[2, 4, 8],
+    d = AnalysisOptions()  # the defaults of every analysis flag
+    an.add_argument("--frame-sizes", nargs="+", type=int, default=list(d.frame_sizes), help="snapshots per frame (PiPAD)")
+    an.add_argument("--edge-lives", nargs="+", type=int, default=list(d.edge_lives), help="edge lives for the format table")
+    an.add_argument("--batch-sizes", nargs="+", type=int, default=list(d.batch_sizes), help="events per batch (Sven)")
+    an.add_argument("--neighbors", type=int, default=d.neighbors, help="k most recent neighbours sampled per event")
+    an.add_argument("--partition-workers", nargs="+", type=int, default=list(d.partition_workers),
                     help="worker counts for the partitioners")
-    an.add_argument("--cache-batch-size", type=int, default=256, help="training nodes per mini-batch (BGL cache)")
-    an.add_argument("--cache-fanouts", nargs="+", type=int, default=[15, 10, 5], help="neighbours sampled per hop")
-    an.add_argument("--cache-fractions", nargs="+", type=float, default=[0.01, 0.05, 0.1, 0.2, 0.5],
+    an.add_argument("--cache-batch-size", type=int, default=d.cache_batch_size,
+                    help="training nodes per mini-batch (BGL cache)")
+    an.add_argument("--cache-fanouts", nargs="+", type=int, default=list(d.cache_fanouts),
+                    help="neighbours sampled per hop")
+    an.add_argument("--cache-fractions", nargs="+", type=float, default=list(d.cache_fractions),
                     help="cache sizes as fractions of the vertices")
-    an.add_argument("--volume-layers", type=int, default=2, help="GCN-RNN layers of the volume model")
-    an.add_argument("--volume-hidden", type=int, default=32, help="hidden width of the volume model")
-    an.add_argument("--volume-window", type=int, default=3, help="BLAD snapshot-group window l")
-    an.add_argument("--volume-partitioners", nargs="+", default=["hash", "metis"],
+    an.add_argument("--volume-layers", type=int, default=d.volume_layers, help="GCN-RNN layers of the volume model")
+    an.add_argument("--volume-hidden", type=int, default=d.volume_hidden, help="hidden width of the volume model")
+    an.add_argument("--volume-window", type=int, default=d.volume_window, help="BLAD snapshot-group window l")
+    an.add_argument("--volume-partitioners", nargs="+", default=list(d.volume_partitioners),
                     help="vertex partitioners whose volume is counted")
-    an.add_argument("--volume-batch-size", type=int, default=1000, help="events per batch (Sven volumes)")
-    an.add_argument("--volume-memory-dim", type=int, default=100, help="node-memory width d_mem (Sven volumes)")
+    an.add_argument("--volume-batch-size", type=int, default=d.volume_batch_size, help="events per batch (Sven volumes)")
+    an.add_argument("--volume-memory-dim", type=int, default=d.volume_memory_dim,
+                    help="node-memory width d_mem (Sven volumes)")
     _dask_args(an)
 
     pr = sub.add_parser("profile", help="time the training operators on a device and fit the cost model",
@@ -168,9 +172,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-ANALYSES = ("overlap", "formats", "redundancy", "partitions", "cache", "volume")
-
-
 def _dask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, help="LocalCluster workers (default 1)")
     p.add_argument("--scheduler", help="address of an existing Dask scheduler (default: "
@@ -204,115 +205,62 @@ def cmd_ingest(args) -> None:
     ingest(spec, out, name=args.dataset, threads=args.threads)
 
 
+def _store_title(path) -> str:
+    from .data.store import open_store
+
+    store = open_store(path)
+    return f"{store.attrs.get('name', '')}: N={store.num_nodes}, T={store.num_snapshots}"
+
+
 def cmd_stats(args) -> None:
     from .analysis.parallel import dask_client
-    from .analysis.stats import compute_stats, write_stats
-    from .data.store import open_store
+    from .analysis.stage import stats_stage
     from .report.figures import load_variation
 
-    store = open_store(args.store)
-    t0 = time.perf_counter()
     with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
-        df = compute_stats(args.store, client, progress=not args.quiet)
-    log.info("statistics of %d snapshots in %.2fs", len(df), time.perf_counter() - t0)
-    write_stats(df, args.out, store.checksum)
+        df = stats_stage(args.store, args.out, client, progress=not args.quiet)
     if args.figure:
-        load_variation(df, args.figure, title=f"{store.attrs.get('name', '')}: N={store.num_nodes}, "
-                                               f"T={store.num_snapshots}")
+        load_variation(df, args.figure, title=_store_title(args.store))
 
 
 def cmd_analyze(args) -> None:
-    from .analysis.parallel import dask_client, write_table
-    from .analysis.redundancy import batch_redundancy
-    from .analysis.reuse import formats_table, overlap_table
-    from .data.store import open_store
-    from .errors import InputError
-    from .report import figures
+    from .analysis.parallel import dask_client
+    from .analysis.stage import analyze_stage
+    from .report.figures import ANALYSIS_FIGURES
 
-    store = open_store(args.store)
-    title = f"{store.attrs.get('name', '')}: N={store.num_nodes}, T={store.num_snapshots}"
-    if "redundancy" in args.parts and not store.has("events/src"):
-        raise InputError(f"{args.store}: no event stream, so no temporal redundancy; leave out --parts redundancy")
-    bad = [s for s in args.frame_sizes if not 2 <= s <= store.num_snapshots]
-    if "overlap" in args.parts and bad:
-        raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
-    if "partitions" in args.parts or "volume" in args.parts:
-        from .analysis.partitions import check_workers
-
-        check_workers(store, args.partition_workers)
-    out = args.out_dir
+    options = AnalysisOptions(**{f: getattr(args, f) for f in AnalysisOptions.__dataclass_fields__})
+    title = _store_title(args.store)
     with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
-        if "overlap" in args.parts:
-            df = overlap_table(args.store, client, args.frame_sizes, progress=not args.quiet)
-            write_table(df, out / "overlap.parquet", store.checksum)
-            figures.overlap_by_frame(df, out / "overlap.png", title)
-        if "formats" in args.parts:
-            df = formats_table(args.store, client, args.edge_lives, progress=not args.quiet)
-            write_table(df, out / "formats.parquet", store.checksum)
-            figures.format_sizes(df, out / "formats.png", title)
-        if "partitions" in args.parts:
-            from .analysis.partitions import partition_table
-
-            df = partition_table(args.store, client, args.partition_workers)
-            write_table(df, out / "partitions.parquet", store.checksum)
-            figures.partition_quality(df, out / "partitions.png", title)
-        if "cache" in args.parts:
-            from .analysis.cache import store_cache_table
-
-            df = store_cache_table(args.store, client, batch_size=args.cache_batch_size,
-                                   fanouts=args.cache_fanouts, fractions=args.cache_fractions)
-            write_table(df, out / "cache.parquet", store.checksum)
-            figures.cache_hit_ratio(df, out / "cache.png", title)
-        if "volume" in args.parts:
-            from .analysis.commvolume import volume_table
-
-            df = volume_table(args.store, client, args.partition_workers, layers=args.volume_layers,
-                              hidden=args.volume_hidden, window=args.volume_window,
-                              partitioners=args.volume_partitioners, batch_size=args.volume_batch_size,
-                              neighbors=args.neighbors, memory_dim=args.volume_memory_dim)
-            write_table(df, out / "volume.parquet", store.checksum)
-            figures.volume_model_vs_count(df, out / "volume.png", title)
-        if "redundancy" in args.parts:
-            import pandas as pd
-
-            ev = client.scatter(store.events(), broadcast=True)  # sent once, shared by the batch-size tasks
-            futures = [client.submit(batch_redundancy, ev, store.num_nodes, [bs], k=args.neighbors, pure=False)
-                       for bs in args.batch_sizes]
-            df = pd.concat([f.result() for f in futures], ignore_index=True)
-            write_table(df, out / "redundancy.parquet", store.checksum)
-            figures.redundancy_by_batch(df, out / "redundancy.png", title)
+        analyze_stage(args.store, args.out_dir, client, args.parts, options, progress=not args.quiet,
+                      on_table=lambda part, df: ANALYSIS_FIGURES[part](df, args.out_dir / f"{part}.png", title))
 
 
 def cmd_profile(args) -> None:
     from .cost.stage import profile_stage
+    from .report.figures import predicted_vs_measured
 
-    _, pred, _ = profile_stage(args.out_dir, device=args.device, grid=args.grid, stores=args.stores,
-                               widths=args.widths, models=args.models, hidden=args.hidden, threads=args.threads,
-                               repeats=args.repeats, seed=args.seed, progress=not args.quiet)
+    _, pred, held = profile_stage(args.out_dir, device=args.device, grid=args.grid, stores=args.stores,
+                                  widths=args.widths, models=args.models, hidden=args.hidden, threads=args.threads,
+                                  repeats=args.repeats, seed=args.seed, progress=not args.quiet)
+    predicted_vs_measured(held, args.out_dir / "predicted_vs_measured.png",
+                          title=f"cost model on {pred.device}: held-out shapes")
     worst = max((m.mape for m in pred.models.values() if m.mape == m.mape), default=float("nan"))
     log.info("wrote %s (worst held-out mape %.3f)", args.out_dir / "predictor.json", worst)
 
 
 def cmd_schedule(args) -> None:
     from .report.figures import plan_loads
-    from .schedule.plan import SchedulePlan
-    from .schedule.stage import schedule_stage
+    from .schedule.stage import check_plan, schedule_stage
 
     if args.check is not None:
-        from .data.store import open_store
-
-        store = open_store(args.store)
-        plan = SchedulePlan.load(args.check, dataset=str(store.attrs.get("name", "")), model=args.model,
-                                 store_checksum=store.checksum)
-        if plan.num_workers != args.workers:
-            raise ConfigError(f"{args.check}: plan is for {plan.num_workers} workers, expected {args.workers}")
+        plan = check_plan(args.store, args.check, model=args.model, workers=args.workers)
         print(json.dumps(plan.summary(), indent=1))
         return
     if args.out is None:
         raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
-                          memory_bytes=args.memory_gb * 2**30)
+                          memory_bytes=args.memory_gb * 2**30, out=args.out)
     s = plan.summary()
     log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
              "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,
@@ -324,7 +272,6 @@ def cmd_schedule(args) -> None:
     figure = args.figure or args.out.with_name(f"plan-{args.workers}.png")
     plan_loads(plan, figure, title=f"{plan.dataset}: {plan.model}, {plan.num_workers} workers, "
                                    f"groups of {plan.group_len}")
-    plan.save(args.out)  # last: the plan's presence means the stage is complete
 
 
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",

@@ -15,7 +15,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph.order import proximity_order, random_order
 from dynagnn.graph.sample import NeighborSampler
 from dynagnn.sortedkeys import row_offsets
-from dynagnn.train.cache import FIFOCache, LRUCache, StaticCache
+from dynagnn.graph.cache import FIFOCache, LRUCache, StaticCache
 
 POLICIES = ("static", "fifo", "lru")
 ORDERS = ("random", "proximity")

@@ -1,4 +1,4 @@
-"""What every analysis shares: the Dask client, snapshot ranges as tasks, and Parquet output.
+"""What every analysis shares: the Dask client and snapshot ranges as tasks.
 
 An analysis is a function ``fn(store_path, t0, t1, *args) -> DataFrame`` over a contiguous range of
 snapshots; it opens the store itself, so it runs on any worker of any cluster. :func:`map_ranges`
@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from ..data.store import SnapshotStore
-from ..tables import write_table  # noqa: F401  (the analysis stages write through it)
 
 log = logging.getLogger(__name__)
 

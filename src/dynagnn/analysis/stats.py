@@ -18,7 +18,8 @@ import pandas as pd
 
 from ..data.store import open_store
 from ..sortedkeys import intersection_size
-from .parallel import map_ranges, snapshot_ranges, workers_of, write_table
+from ..tables import write_table
+from .parallel import map_ranges, snapshot_ranges, workers_of
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.store import open_store
 from ..errors import ConfigError
 from .models import model_calls, model_widths
 from .predictor import Predictor, fit, held_out_table
@@ -37,25 +38,12 @@ AUTO_LEVELS = {"vertex_levels": 5, "degree_levels": 4, "width_levels": 4, "margi
 
 def store_shapes(stores: Sequence) -> list[tuple[int, int]]:
     """(N, nnz of Â = edges + N) of every snapshot of every store (deduplicated)."""
-    from ..data.store import open_store
-
     shapes: set[tuple[int, int]] = set()
     for s in stores:
         st = open_store(s)
         n = int(st.num_nodes)
         shapes |= {(n, int(e) + n) for e in np.diff(np.asarray(st.offsets))}
     return sorted(shapes)
-
-
-def store_in_dim(store) -> int:
-    """The node-feature width F of a store (the models' input width); ConfigError without features."""
-    from ..data.store import SnapshotStore, open_store
-
-    st = store if isinstance(store, SnapshotStore) else open_store(store)
-    if not st.has("features/x"):
-        raise ConfigError(f"{st.path}: the store has no node features; give the dataset a 'features' entry "
-                          "(degree, identity or random) and ingest again")
-    return int(st.root["features/x"].shape[-1])
 
 
 def operators_of(models: Sequence[str] | None) -> tuple[str, ...]:
@@ -82,7 +70,7 @@ def stage_grid(kind: str, *, stores: Sequence = (), widths: Sequence[int] | None
         if not stores:
             raise ConfigError("profile grid 'auto' spans the stores' shapes: give --stores (or use --grid quick/medium)")
         if not widths:
-            in_dims = sorted({store_in_dim(s) for s in stores})
+            in_dims = sorted({open_store(s).feature_dim() for s in stores})
             widths = model_widths(models or ("tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn"), in_dims, hidden)
         return build_grid(store_shapes(stores), widths, operators=ops, **AUTO_LEVELS)
     else:
@@ -97,10 +85,8 @@ def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto
                   widths: Sequence[int] | None = None, models: Sequence[str] | None = None,
                   hidden: Sequence[int] = (32,), threads: int | None = None, repeats: int = 5, warmup: int = 2,
                   seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, Predictor, pd.DataFrame]:
-    """Profile, fit and write ``profile.parquet``, ``predictor.json`` and ``predicted_vs_measured.png``
-    in ``out_dir``; returns (profile table, predictor, held-out table)."""
-    from ..report.figures import predicted_vs_measured
-
+    """Profile, fit and write ``profile.parquet`` and ``predictor.json`` in ``out_dir``; returns (profile
+    table, predictor, held-out table: what ``report.figures.predicted_vs_measured`` draws)."""
     out_dir = Path(out_dir)
     g = stage_grid(grid, stores=stores, widths=widths, models=models, hidden=hidden)
     log.info("grid %s: N %s, degree %s, widths %s, operators %s (%d shapes)", grid, g.vertices, g.degrees,
@@ -116,8 +102,6 @@ def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto
     write_profile(df, out_dir / "profile.parquet")
     pred.save(out_dir / "predictor.json")
     held = held_out_table(pred, df)
-    predicted_vs_measured(held, out_dir / "predicted_vs_measured.png",
-                          title=f"cost model on {pred.device}: held-out shapes")
     for (op, d), m in sorted(pred.models.items()):
         log.info("%-8s %-8s held-out mape %.3f, r2 %.3f (%d fit / %d held-out shapes)", op, d, m.mape, m.r2,
                  m.n_train, m.n_test)

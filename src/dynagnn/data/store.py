@@ -29,7 +29,7 @@ from zarr.codecs import BloscCodec
 
 from .. import __version__
 from ..atomic import write_atomic
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
 from .types import EventStream, RawGraph, Snapshots
 
 log = logging.getLogger(__name__)
@@ -253,6 +253,22 @@ class SnapshotStore:
         if t is None:
             return np.asarray(x[:])
         return np.asarray(x[self._check(t)])
+
+    def require_features(self) -> np.ndarray:
+        """All node features, float32 [T, N, F] or [N, F]; ConfigError naming the fix when the store
+        has none (every model needs them)."""
+        self._check_features()
+        return np.asarray(self.features(), dtype=np.float32)
+
+    def feature_dim(self) -> int:
+        """The node-feature width F (the models' input width); ConfigError as :meth:`require_features`."""
+        self._check_features()
+        return int(self.root["features/x"].shape[-1])
+
+    def _check_features(self) -> None:
+        if not self.has("features/x"):
+            raise ConfigError(f"{self.path}: the store has no node features; give the dataset a 'features' entry "
+                              "(degree, identity or random) and ingest again")
 
     def labels(self, t: int | None = None) -> np.ndarray | None:
         """Node labels/targets [N] or [N, C] of snapshot t (static labels ignore t); None if absent."""

@@ -264,3 +264,8 @@ def plan_loads(plan, out_png: str | Path, title: str = "") -> list[Path]:
                 f"(both aggregation-first {100 * s['default_overlap_fraction']:.1f}%)")
     ax[1].set_title(sub, fontsize=9)
     return save(fig, out_png, title)
+
+
+# The figure of each analysis table (dynagnn.analysis.stage.ANALYSES), drawn beside it as <name>.png.
+ANALYSIS_FIGURES = {"overlap": overlap_by_frame, "formats": format_sizes, "redundancy": redundancy_by_batch,
+                    "partitions": partition_quality, "cache": cache_hit_ratio, "volume": volume_model_vs_count}

@@ -137,19 +137,18 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",
-                   memory_bytes: float = DEFAULT_MEMORY_BYTES) -> SchedulePlan:
+                   memory_bytes: float = DEFAULT_MEMORY_BYTES, out: str | Path | None = None) -> SchedulePlan:
     """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
-    groups of ``window`` snapshots (module docstring). Raises CostError (the predictor lacks an
+    groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises CostError (the predictor lacks an
     operator the model needs), ConfigError (more workers than groups, a window longer than the
     store) or InputError (a table of another store)."""
     from ..cost.models import model_calls
     from ..cost.predictor import Predictor
-    from ..cost.stage import store_in_dim
     from ..data.store import open_store
 
     store = open_store(store_path)
     predictor = Predictor.load(predictor_path)
-    calls = model_calls(model, store_in_dim(store), hidden)
+    calls = model_calls(model, store.feature_dim(), hidden)
     try:
         predictor.check(calls)
     except CostError as exc:
@@ -166,6 +165,22 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
             "window": int(window), "hidden": int(hidden), "model_calls": calls.to_dict(),
             "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
             "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap)}
-    return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers), dataset=str(store.attrs.get("name", "")),
-                      model=model, strategy=strategy, balance_method=balance_method, layer_times=times, tuner=tuner,
-                      store_checksum=store.checksum, meta=meta)
+    plan = build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
+                      dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
+                      balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,
+                      meta=meta)
+    if out is not None:
+        plan.save(out)
+    return plan
+
+
+def check_plan(store_path: str | Path, plan_path: str | Path, *, model: str, workers: int) -> SchedulePlan:
+    """Load the plan at ``plan_path`` and check that it is for this store, model and worker count."""
+    from ..data.store import open_store
+
+    store = open_store(store_path)
+    plan = SchedulePlan.load(plan_path, dataset=str(store.attrs.get("name", "")), model=model,
+                             store_checksum=store.checksum)
+    if plan.num_workers != workers:
+        raise ConfigError(f"{plan_path}: plan is for {plan.num_workers} workers, expected {workers}")
+    return plan

@@ -3,7 +3,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from dynagnn.train.cache import FIFOCache, LRUCache, StaticCache
+from dynagnn.graph.cache import FIFOCache, LRUCache, StaticCache
 
 
 class RefFIFO:

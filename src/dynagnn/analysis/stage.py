@@ -1,0 +1,136 @@
+"""The analyze stage: per-snapshot statistics and the analysis tables of one store, on Dask.
+
+``python -m dynagnn stats`` and ``python -m dynagnn analyze`` are thin fronts over
+:func:`stats_stage` and :func:`analyze_stage`. Each writes its Parquet tables (keyed by the store's
+checksum) and returns them, so that the caller may draw the figures (the report layer sits above
+the stages).
+
+:data:`ANALYSES` is the one list of the analyses: the CLI's ``--parts`` choices come from it, and the
+workflow's targets (``rules/common.smk``) are its tables; ``tests/workflow`` checks that the rules of
+``rules/analyze.smk`` run every one of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import InputError
+
+log = logging.getLogger(__name__)
+
+# Every analysis, in the order it runs; each writes <name>.parquet. "redundancy" needs an event stream.
+ANALYSES = ("overlap", "formats", "redundancy", "partitions", "cache", "volume")
+NEEDS_EVENTS = ("redundancy",)
+
+
+@dataclass
+class AnalysisOptions:
+    """The settings of the analyses (the CLI's flags; config.yaml's ``analysis`` section)."""
+
+    frame_sizes: Sequence[int] = (2, 4, 8)
+    edge_lives: Sequence[int] = (1, 5)
+    batch_sizes: Sequence[int] = (200, 500, 1000, 2000, 4000)
+    neighbors: int = 10
+    partition_workers: Sequence[int] = (2, 4, 8)
+    cache_batch_size: int = 256
+    cache_fanouts: Sequence[int] = (15, 10, 5)
+    cache_fractions: Sequence[float] = (0.01, 0.05, 0.1, 0.2, 0.5)
+    volume_layers: int = 2
+    volume_hidden: int = 32
+    volume_window: int = 3
+    volume_partitioners: Sequence[str] = field(default_factory=lambda: ["hash", "metis"])
+    volume_batch_size: int = 1000
+    volume_memory_dim: int = 100
+
+
+def stats_stage(store_path: str | Path, out: str | Path, client=None, progress: bool = True) -> pd.DataFrame:
+    """Per-snapshot statistics of the store, written to ``out``; returns the table."""
+    from ..data.store import open_store
+    from ..tables import write_table
+    from .stats import compute_stats
+
+    store = open_store(store_path)
+    t0 = time.perf_counter()
+    df = compute_stats(store_path, client, progress=progress)
+    log.info("statistics of %d snapshots in %.2fs", len(df), time.perf_counter() - t0)
+    write_table(df, out, store.checksum)
+    return df
+
+
+def check_parts(store, parts: Sequence[str], options: AnalysisOptions) -> None:
+    """Stop before any work when an analysis cannot run on this store with these options."""
+    unknown = [p for p in parts if p not in ANALYSES]
+    if unknown:
+        raise InputError(f"unknown analyses {unknown}; known: {', '.join(ANALYSES)}")
+    if any(p in NEEDS_EVENTS for p in parts) and not store.has("events/src"):
+        raise InputError(f"{store.path}: no event stream, so no temporal redundancy; leave out --parts redundancy")
+    bad = [s for s in options.frame_sizes if not 2 <= s <= store.num_snapshots]
+    if "overlap" in parts and bad:
+        raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
+    if "partitions" in parts or "volume" in parts:
+        from .partitions import check_workers
+
+        check_workers(store, options.partition_workers)
+
+
+def _table(part: str, store_path: str, store, client, o: AnalysisOptions, progress: bool) -> pd.DataFrame:
+    """The table of one analysis."""
+    if part == "overlap":
+        from .reuse import overlap_table
+
+        return overlap_table(store_path, client, o.frame_sizes, progress=progress)
+    if part == "formats":
+        from .reuse import formats_table
+
+        return formats_table(store_path, client, o.edge_lives, progress=progress)
+    if part == "partitions":
+        from .partitions import partition_table
+
+        return partition_table(store_path, client, o.partition_workers)
+    if part == "cache":
+        from .cache import store_cache_table
+
+        return store_cache_table(store_path, client, batch_size=o.cache_batch_size, fanouts=o.cache_fanouts,
+                                 fractions=o.cache_fractions)
+    if part == "volume":
+        from .commvolume import volume_table
+
+        return volume_table(store_path, client, o.partition_workers, layers=o.volume_layers, hidden=o.volume_hidden,
+                            window=o.volume_window, partitioners=o.volume_partitioners,
+                            batch_size=o.volume_batch_size, neighbors=o.neighbors, memory_dim=o.volume_memory_dim)
+    assert part == "redundancy"
+    import pandas as pd
+
+    from .redundancy import batch_redundancy
+
+    ev = client.scatter(store.events(), broadcast=True)  # sent once, shared by the batch-size tasks
+    futures = [client.submit(batch_redundancy, ev, store.num_nodes, [bs], k=o.neighbors, pure=False)
+               for bs in o.batch_sizes]
+    return pd.concat([f.result() for f in futures], ignore_index=True)
+
+
+def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Sequence[str] = ANALYSES,
+                  options: AnalysisOptions | None = None, progress: bool = True,
+                  on_table=None) -> dict[str, pd.DataFrame]:
+    """Run the analyses ``parts`` (in :data:`ANALYSES` order) on the store with a Dask ``client`` and
+    write each table to ``out_dir/<part>.parquet``; returns ``{part: table}``. ``on_table(part, df)``,
+    when given, is called after each table is written (the CLI draws its figure there)."""
+    from ..data.store import open_store
+    from ..tables import write_table
+
+    options = options or AnalysisOptions()
+    store = open_store(store_path)
+    check_parts(store, parts, options)
+    out = Path(out_dir)
+    tables = {}
+    for part in (p for p in ANALYSES if p in parts):
+        df = _table(part, str(store_path), store, client, options, progress)
+        write_table(df, out / f"{part}.parquet", store.checksum)
+        tables[part] = df
+        if on_table is not None:
+            on_table(part, df)
+    return tables

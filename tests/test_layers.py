@@ -1,0 +1,82 @@
+"""Imports point down the layer order of DESIGN.md: the package-root helpers (the leaves first:
+errors, atomic, sortedkeys, timing; then splits, tables and config, which use them), data, dist, graph,
+models, then the stages in pipeline order (analysis, cost, schedule, train), report, and the CLI.
+
+A stage reads another stage's files, not its internals: a later stage may use an earlier stage's
+reader of its files (the schedule stage loads the profile stage's predictor), never the reverse.
+Every import counts, also one inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import dynagnn
+
+SRC = Path(dynagnn.__file__).parent
+
+# Lowest first. A module may import from its own package and from any package of a lower layer.
+LAYERS = [
+    {"__init__", "errors", "atomic", "sortedkeys", "timing"},
+    {"splits", "tables", "config"},
+    {"data"},
+    {"dist"},
+    {"graph"},
+    {"models"},
+    {"analysis"},
+    {"cost"},
+    {"schedule"},
+    {"train"},
+    {"report"},
+    {"cli"},
+    {"__main__"},
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _unit(parts: list[str]) -> str:
+    """The layer unit of module ``dynagnn.<parts>``: its sub-package, or the root module's name."""
+    return parts[0] if parts else "__init__"
+
+
+def _imports(path: Path):
+    rel = path.relative_to(SRC).with_suffix("").parts
+    package = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = base + (node.module.split(".") if node.module else [])
+                if not target and not node.module:  # from . import x (at the package root)
+                    target = [node.names[0].name]
+            elif node.module and node.module.split(".")[0] == "dynagnn":
+                target = node.module.split(".")[1:]
+                if not target:
+                    target = [node.names[0].name]
+            else:
+                continue
+            yield node.lineno, target
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "dynagnn":
+                    yield node.lineno, a.name.split(".")[1:]
+
+
+def test_every_module_is_in_a_layer():
+    units = {p.stem if p.parent == SRC else p.relative_to(SRC).parts[0] for p in SRC.rglob("*.py")}
+    assert not units - set(RANK), f"put these in a layer of {__file__}: {sorted(units - set(RANK))}"
+
+
+def test_imports_point_down():
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("").parts
+        here = _unit(list(rel)) if len(rel) > 1 else rel[0]
+        for line, target in _imports(path):
+            there = _unit(target)
+            if there == "__version__":
+                there = "__init__"
+            if there != here and RANK.get(there, -1) >= RANK.get(here, -1):
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {here} imports {'.'.join(target)} "
+                           f"({there} is not below {here})")
+    assert not bad, "imports that point up or sideways:\n" + "\n".join(bad)
