@@ -60,8 +60,12 @@ def test_formats_table(store_path):
             assert row.nnz == len(cur) and row.slices == slices
             assert row.csr_words == 2 * len(cur) + n + 1 and row.coo_words == 3 * len(cur)
             assert row.sliced_words == 2 * len(cur) + 2 * slices + 1
-            prev = set(sets[t - 1]) if t else set()
-            added, removed = len(set(cur) - prev), len(prev - set(cur))
-            assert (row.added, row.removed) == ((len(cur), 0) if t == 0 else (added, removed))
-            assert row.full_bytes == 20 * len(cur)
-            assert row.diff_bytes == (20 * len(cur) if t == 0 else 16 * (added + removed) + 4 * len(cur))
+            # transfer columns: on Â's pattern (the edges and every self-loop), training's byte model
+            adj = set(cur) | {(v, v) for v in range(n)}
+            prev = (set(sets[t - 1]) | {(v, v) for v in range(n)}) if t else set()
+            added, removed = len(adj - prev), len(prev - adj)
+            assert row.adj_nnz == len(adj)
+            assert (row.added, row.removed) == ((len(adj), 0) if t == 0 else (added, removed))
+            assert row.full_bytes == 8 * (n + 1) + 12 * len(adj)
+            assert row.diff_bytes == (row.full_bytes if t == 0 else 8 * (added + removed) + 4 * len(adj))
+            assert row.diff_saving == pytest.approx(row.full_bytes / row.diff_bytes)

@@ -7,7 +7,8 @@ import torch
 from dynagnn.data.store import open_store
 from dynagnn.graph.csr import dense_normalized
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.transfer import SnapshotFeeder, full_nbytes, host_snapshot, key_diff
+from dynagnn.graph.diff import diff_keys, full_bytes
+from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 from dynagnn.train.engine import load_host_snapshots
 
 
@@ -38,12 +39,13 @@ def test_bytes_follow_the_model(link_store):
     f = feeder(store, "diff")
     for t in range(3):
         f.adjacency(t)
-    d1, d2 = key_diff(host[0], host[1]), key_diff(host[1], host[2])
+    d1, d2 = (diff_keys(host[a].keys, host[b].keys, host[b].values) for a, b in ((0, 1), (1, 2)))
     # independent count of the difference: edges of one key set missing from the other
     for d, (a, b) in ((d1, (0, 1)), (d2, (1, 2))):
         ka, kb = set(host[a].keys.tolist()), set(host[b].keys.tolist())
         assert sorted(ka - kb) == d.removed.tolist() and sorted(kb - ka) == d.added.tolist()
-    expected = full_nbytes(host[0]) + d1.nbytes + d2.nbytes
+    expected = full_bytes(host[0].nnz, store.num_nodes) + d1.nbytes + d2.nbytes
+    assert full_bytes(host[0].nnz, store.num_nodes) == 8 * (store.num_nodes + 1) + 12 * host[0].nnz
     assert f.stats["bytes"] == expected
     assert d1.nbytes == 8 * (len(d1.removed) + len(d1.added)) + 4 * host[1].nnz
 
@@ -68,7 +70,7 @@ def test_device_copy_is_separate_and_timed(link_store):
     assert np.abs(host[0].values).sum() > 0
     phases = set(timer.frame()["phase"])
     assert "transfer" in phases
-    assert timer.bytes_moved["full"] == full_nbytes(host[0])
+    assert timer.bytes_moved["full"] == full_bytes(host[0].nnz, store.num_nodes)
 
 
 def test_host_snapshot_keys_sorted():

@@ -5,8 +5,14 @@ every snapshot of the frame) and the exclusive parts, the overlap rate, and what
 transfer saves in edge indices (the overlap once instead of S times).
 
 formats table: per snapshot, the size of its adjacency in CSR, COO and PiPAD's sliced CSR (in
-words, the paper's counts), and the bytes of ESDG's graph-difference transfer against the full
-transfer, on the store's snapshots and on their edge-life smoothed version.
+words, the paper's counts, on the snapshot's edges: ``nnz``), and the bytes of ESDG's
+graph-difference transfer against the full transfer, on the store's snapshots and on their
+edge-life smoothed version. The transfer columns are exactly what training's ``transfer: diff``
+sends (:mod:`dynagnn.graph.diff`, the one implementation and byte model): they are counted on the
+normalised adjacency Â, whose ``adj_nnz`` entries are the edges plus every self-loop; ``added`` and
+``removed`` are entries of Â_t not in Â_{t-1} and back; ``full_bytes`` = 8·(N+1) + 12·adj_nnz (CSR);
+``diff_bytes`` = 8·(added + removed) + 4·adj_nnz (the first snapshot goes in full);
+``diff_saving`` = full_bytes / diff_bytes.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ FRAME_SIZES = (2, 4, 8)
 OVERLAP_COLUMNS = ["frame_size", "frame", "t0", "t1", "edges_mean", "overlap_edges", "union_edges",
                    "exclusive_edges", "overlap_rate", "overlap_jaccard", "index_transfer_saving"]
 FORMAT_COLUMNS = ["edge_life", "snapshot", "nnz", "slices", "csr_words", "coo_words", "sliced_words",
-                  "added", "removed", "full_bytes", "diff_bytes", "diff_saving"]
+                  "adj_nnz", "added", "removed", "full_bytes", "diff_bytes", "diff_saving"]
 
 
 def frame_rows(store_path: str, t0: int, t1: int, size: int) -> pd.DataFrame:
@@ -79,21 +85,26 @@ def format_rows(store_path: str, t0: int, t1: int, life: int) -> pd.DataFrame:
     store = open_store(store_path)
     first = max(0, t0 - life)  # the smoothing window of t0-1, whose difference t0 needs
     parts = smooth_edge_life(store.window_edges(first, t1), store.num_nodes, life)
+    n = store.num_nodes
     rows = []
+    prev_keys = gd.adjacency_keys(*parts[t0 - 1 - first], n)[0] if t0 > 0 else None
     for t in range(t0, t1):
         r, c, w = parts[t - first]
         nnz = int(r.shape[0])
-        sliced = SlicedCSR.from_edges(r, c, w, store.num_nodes)
-        full = gd.full_bytes(nnz)
-        if t == 0:
-            added, removed, sent = nnz, 0, full  # the first snapshot always goes in full
+        sliced = SlicedCSR.from_edges(r, c, w, n)
+        keys, vals, _ = gd.adjacency_keys(r, c, w, n)
+        full = gd.full_bytes(keys.shape[0], n)
+        if prev_keys is None:
+            added, removed, sent = int(keys.shape[0]), 0, full  # the first snapshot always goes in full
         else:
-            d = gd.diff(parts[t - 1 - first], (r, c, w), store.num_nodes)
-            added, removed, sent = int(d.added_row.shape[0]), int(d.removed_row.shape[0]), gd.diff_bytes(d)
+            d = gd.diff_keys(prev_keys, keys, vals)
+            added, removed, sent = d.num_added, d.num_removed, d.nbytes
+        prev_keys = keys
         rows.append({"edge_life": life, "snapshot": t, "nnz": nnz, "slices": sliced.num_slices,
-                     "csr_words": csr_size_words(nnz, store.num_nodes), "coo_words": coo_size_words(nnz),
-                     "sliced_words": sliced.size_words(), "added": added, "removed": removed,
-                     "full_bytes": full, "diff_bytes": sent, "diff_saving": full / sent if sent else 1.0})
+                     "csr_words": csr_size_words(nnz, n), "coo_words": coo_size_words(nnz),
+                     "sliced_words": sliced.size_words(), "adj_nnz": int(keys.shape[0]), "added": added,
+                     "removed": removed, "full_bytes": full, "diff_bytes": sent,
+                     "diff_saving": full / sent if sent else 1.0})
     return pd.DataFrame(rows, columns=FORMAT_COLUMNS)
 
 

@@ -1,17 +1,30 @@
-"""ESDG's graph difference between consecutive snapshots (ESDG Sec. 3.2, 6.2; notes/esdg.md §3.2).
+"""ESDG's graph difference between consecutive snapshots (ESDG Sec. 3.2, 6.2; notes/esdg.md §3.2):
+the one implementation, used by training's snapshot transfer (:mod:`dynagnn.train.transfer`) and by
+the analyze stage's formats table (:mod:`dynagnn.analysis.reuse`), with one byte model.
 
 Consecutive snapshots share most of their topology but not their values (normalisation and
-smoothing change every value). With A_i already on the device, ESDG sends for A_{i+1} only
+smoothing change every value). With Â_{t-1} already on the device, ESDG sends for Â_t only
 
-* the indices of A_i^ext     = edges of A_i not in A_{i+1}   (``removed_row``, ``removed_col``),
-* the indices of A_{i+1}^ext = edges of A_{i+1} not in A_i   (``added_row``, ``added_col``),
-* all values of A_{i+1}, in A_{i+1}'s sorted (row, col) order (``values``),
+* the indices of Â_{t-1}^ext = entries of Â_{t-1} not in Â_t   (``removed``),
+* the indices of Â_t^ext     = entries of Â_t not in Â_{t-1}   (``added``),
+* all values of Â_t, in Â_t's sorted (row, col) order           (``values``),
 
-and the device rebuilds A^com = A_i minus A_i^ext, indices(A_{i+1}) = A^com ∪ A_{i+1}^ext, then
-attaches the values. Set operations work on sorted int64 keys ``row * N + col``.
+and the device rebuilds the common part (Â_{t-1} minus the removed), merges the added in, and
+attaches the values. An index is one sorted int64 key ``row·N + col``.
 
-Byte model (derived in the notes): base = nnz·(b_i + b_v); GD = (|removed| + |added|)·b_i + nnz·b_v,
-with b_i = 16 (int64 row + int64 col) and b_v = 4 (float32) for PyTorch COO.
+What is diffed is what training sends: the normalised adjacency Â = D^-1/2 (A + I) D^-1/2, whose
+pattern is the snapshot's edges plus every self-loop (:func:`adjacency_keys`).
+
+Byte model (what :class:`~dynagnn.train.transfer.SnapshotFeeder` counts), int64 indices, float32
+values:
+
+* full (a CSR: int64 row offsets, int64 columns, float32 values): ``8·(N+1) + 12·nnz_t``;
+* difference: ``8·(|removed| + |added|) + 4·nnz_t``.
+
+ESDG's own derived model counts COO (row, col) pairs at 16 bytes (full ``20·nnz``, difference
+``16·(|removed| + |added|) + 4·nnz``); one int64 key per index halves the index part of the
+difference without changing the technique, and the full CSR needs 8 bytes per column plus the row
+offsets.
 """
 
 from __future__ import annotations
@@ -19,75 +32,106 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from dynagnn.graph.sortedkeys import isin_sorted
+from dynagnn.sortedkeys import isin_sorted
 
-Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
+INDEX_BYTES = 8    # one int64 key row·N + col
+VALUE_BYTES = 4    # float32
+OFFSET_BYTES = 8   # int64 CSR row offsets
 
 
-def _keys(row: np.ndarray, col: np.ndarray, num_nodes: int) -> np.ndarray:
+def keys_of(row, col, num_nodes: int) -> np.ndarray:
+    """int64 keys ``row·N + col`` (sorted when (row, col) is)."""
     return np.asarray(row, dtype=np.int64) * np.int64(num_nodes) + np.asarray(col, dtype=np.int64)
+
+
+def adjacency_keys(row, col, weight, num_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted keys int64 [nnz], values float32 [nnz], row int64 [nnz]) of the normalised adjacency
+    Â of one snapshot's edges: what training holds on the host and sends (self-loops included)."""
+    from dynagnn.graph.csr import normalized_triples
+
+    r, c, v = normalized_triples(row, col, weight, num_nodes)
+    return keys_of(r, c, num_nodes), v, r
 
 
 @dataclass
 class GraphDiff:
-    """What ESDG sends for snapshot i+1 given snapshot i.
+    """What ESDG sends for snapshot t given snapshot t-1 (host side).
 
-    removed_row, removed_col: int64 [n_removed], sorted: indices of A_i^ext.
-    added_row, added_col: int64 [n_added], sorted: indices of A_{i+1}^ext.
-    values: float32 [nnz_{i+1}]: every value of A_{i+1} in its (row, col) order.
+    removed: int64 keys of Â_{t-1} not in Â_t, sorted; added: int64 keys of Â_t not in Â_{t-1},
+    sorted; values: float32 [nnz_t], every value of Â_t in key order.
     """
 
-    removed_row: np.ndarray
-    removed_col: np.ndarray
-    added_row: np.ndarray
-    added_col: np.ndarray
+    removed: np.ndarray
+    added: np.ndarray
     values: np.ndarray
 
     @property
     def num_removed(self) -> int:
-        return int(self.removed_row.shape[0])
+        return int(self.removed.shape[0])
 
     @property
     def num_added(self) -> int:
-        return int(self.added_row.shape[0])
+        return int(self.added.shape[0])
 
     @property
     def nnz(self) -> int:
         return int(self.values.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes sent: :func:`diff_bytes`."""
+        return diff_bytes(self.num_removed, self.num_added, self.nnz)
 
-def diff(prev: Triple, nxt: Triple, num_nodes: int) -> GraphDiff:
+
+def diff_keys(prev_keys: np.ndarray, next_keys: np.ndarray, next_values: np.ndarray) -> GraphDiff:
+    """The difference from sorted unique keys ``prev_keys`` to ``next_keys`` (values in key order)."""
+    return GraphDiff(prev_keys[~isin_sorted(prev_keys, next_keys)],
+                     next_keys[~isin_sorted(next_keys, prev_keys)], np.asarray(next_values, dtype=np.float32))
+
+
+def diff(prev: tuple, nxt: tuple, num_nodes: int) -> GraphDiff:
     """Graph difference from ``prev`` to ``nxt``, each (row, col, val) sorted by (row, col), unique."""
-    kp = _keys(prev[0], prev[1], num_nodes)
-    kn = _keys(nxt[0], nxt[1], num_nodes)
-    removed = ~isin_sorted(kp, kn)
-    added = ~isin_sorted(kn, kp)
-    pr, pc = np.asarray(prev[0], np.int64), np.asarray(prev[1], np.int64)
-    nr, nc = np.asarray(nxt[0], np.int64), np.asarray(nxt[1], np.int64)
-    return GraphDiff(pr[removed], pc[removed], nr[added], nc[added],
-                     np.asarray(nxt[2], dtype=np.float32).copy())
+    return diff_keys(keys_of(prev[0], prev[1], num_nodes), keys_of(nxt[0], nxt[1], num_nodes), nxt[2])
 
 
-def apply(prev_row: np.ndarray, prev_col: np.ndarray, d: GraphDiff, num_nodes: int) -> Triple:
-    """Rebuild the next snapshot's (row, col, val), sorted by (row, col), from the previous
-    snapshot's indices and a :class:`GraphDiff` (the device side of ESDG's GD transfer)."""
-    kp = _keys(prev_row, prev_col, num_nodes)
-    common = kp[~isin_sorted(kp, _keys(d.removed_row, d.removed_col, num_nodes))]
-    keys = np.concatenate([common, _keys(d.added_row, d.added_col, num_nodes)])
-    keys.sort(kind="stable")
+def merge_keys(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor) -> torch.Tensor:
+    """The device side: Â_t's sorted keys from Â_{t-1}'s sorted keys and the difference's removed
+    and added keys (sorted), on whatever device they are. Removing is a searchsorted mask; adding
+    merges two sorted arrays without a sort (each added key lands after the common keys below it
+    and after the added keys before it)."""
+    common = prev_keys
+    if removed.numel():
+        keep = torch.ones(prev_keys.shape[0], dtype=torch.bool, device=prev_keys.device)
+        keep[torch.searchsorted(prev_keys, removed)] = False
+        common = prev_keys[keep]
+    if not added.numel():
+        return common
+    slot = torch.searchsorted(common, added) + torch.arange(added.shape[0], device=added.device)
+    keys = torch.empty(common.shape[0] + added.shape[0], dtype=common.dtype, device=common.device)
+    is_added = torch.zeros(keys.shape[0], dtype=torch.bool, device=keys.device)
+    is_added[slot] = True
+    keys[slot] = added
+    keys[~is_added] = common
+    return keys
+
+
+def apply(prev_keys: np.ndarray, d: GraphDiff) -> tuple[np.ndarray, np.ndarray]:
+    """Host-side rebuild with :func:`merge_keys`: (Â_t's sorted keys, its values)."""
+    keys = merge_keys(torch.from_numpy(np.ascontiguousarray(prev_keys, dtype=np.int64)),
+                      torch.from_numpy(d.removed), torch.from_numpy(d.added)).numpy()
     if keys.shape[0] != d.nnz:
-        raise ValueError(f"diff does not fit the previous snapshot: {keys.shape[0]} indices for "
-                         f"{d.nnz} values")
-    n = np.int64(num_nodes)
-    return keys // n, keys % n, d.values.copy()
+        raise ValueError(f"graph difference does not fit the previous snapshot: {keys.shape[0]} keys "
+                         f"for {d.nnz} values")
+    return keys, d.values.copy()
 
 
-def full_bytes(nnz: int, index_bytes: int = 16, value_bytes: int = 4) -> int:
-    """Bytes to send a snapshot as (index, value) pairs, ESDG's base: nnz·(b_i + b_v)."""
-    return int(nnz) * (index_bytes + value_bytes)
+def full_bytes(nnz: int, num_nodes: int) -> int:
+    """Bytes to send a snapshot in full as CSR: ``8·(N+1) + 12·nnz``."""
+    return OFFSET_BYTES * (int(num_nodes) + 1) + (INDEX_BYTES + VALUE_BYTES) * int(nnz)
 
 
-def diff_bytes(d: GraphDiff, index_bytes: int = 16, value_bytes: int = 4) -> int:
-    """Bytes to send a :class:`GraphDiff`: (|removed| + |added|)·b_i + nnz_{i+1}·b_v."""
-    return (d.num_removed + d.num_added) * index_bytes + d.nnz * value_bytes
+def diff_bytes(num_removed: int, num_added: int, nnz: int) -> int:
+    """Bytes to send a difference: ``8·(|removed| + |added|) + 4·nnz_t``."""
+    return INDEX_BYTES * (int(num_removed) + int(num_added)) + VALUE_BYTES * int(nnz)

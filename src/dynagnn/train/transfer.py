@@ -5,14 +5,12 @@ and float32 values (built once, :func:`dynagnn.graph.csr.normalized_triples`). T
 snapshots it was last asked for (a window, or a checkpointed block). Asking for ``t`` when ``t-1``
 is resident sends, in ``diff`` mode, ESDG's graph difference (Sec. 3.2): the keys removed from
 ``t-1``, the keys added in ``t``, and all values of ``t``; the device rebuilds ``t``'s keys from
-``t-1``'s by set difference and a sort, then its CSR with one bincount. Otherwise the full CSR
-(row offsets, columns, values) is sent.
-
-Bytes per transfer, int64 indices and float32 values:
+``t-1``'s by set difference and a sorted merge, then its CSR with one bincount. Otherwise the full
+CSR (row offsets, columns, values) is sent. The difference and its byte model are
+:mod:`dynagnn.graph.diff`'s (the same the analyze stage reports):
 
 * full: ``8·(N+1) + 12·nnz_t``;
-* diff: ``8·(|removed| + |added|) + 4·nnz_t``. ESDG's byte model counts (row, col) pairs at 16 bytes;
-  sending one int64 key per edge halves the index part without changing the technique.
+* diff: ``8·(|removed| + |added|) + 4·nnz_t``.
 
 On a GPU the host arrays are pinned and copied with ``non_blocking=True``; on CPU the "device" is a
 separate buffer (a copy), so the same code runs and is tested without one.
@@ -28,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dynagnn.graph.csr import Adjacency, is_symmetric, normalized_triples
-from dynagnn.graph.sortedkeys import isin_sorted
+from dynagnn.graph import diff as gd
+from dynagnn.graph.csr import Adjacency, is_symmetric
 from dynagnn.timing import PhaseTimer
 
 MODES = ("full", "diff")
@@ -51,32 +49,10 @@ class HostSnapshot:
 
 
 def host_snapshot(row, col, weight, num_nodes: int) -> HostSnapshot:
-    r, c, v = normalized_triples(row, col, weight, num_nodes)
+    keys, v, r = gd.adjacency_keys(row, col, weight, num_nodes)
     crow = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=num_nodes), out=crow[1:])
-    return HostSnapshot(r * np.int64(num_nodes) + c, v, crow, is_symmetric(r, c, v, num_nodes))
-
-
-@dataclass
-class KeyDiff:
-    """ESDG's graph difference from snapshot t-1 to t in key form (host side)."""
-
-    removed: np.ndarray  # int64 keys of Â_{t-1} not in Â_t, sorted
-    added: np.ndarray    # int64 keys of Â_t not in Â_{t-1}, sorted
-    values: np.ndarray   # float32 [nnz_t], Â_t's values in key order
-
-    @property
-    def nbytes(self) -> int:
-        return 8 * (self.removed.shape[0] + self.added.shape[0]) + 4 * self.values.shape[0]
-
-
-def key_diff(prev: HostSnapshot, nxt: HostSnapshot) -> KeyDiff:
-    return KeyDiff(prev.keys[~isin_sorted(prev.keys, nxt.keys)],
-                   nxt.keys[~isin_sorted(nxt.keys, prev.keys)], nxt.values)
-
-
-def full_nbytes(snap: HostSnapshot) -> int:
-    return 8 * snap.crow.shape[0] + 12 * snap.nnz
+    return HostSnapshot(keys, v, crow, is_symmetric(r, keys - r * np.int64(num_nodes), v, num_nodes))
 
 
 def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int, symmetric: bool) -> Adjacency:
@@ -87,22 +63,9 @@ def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int, symme
 
 def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor,
                    values: torch.Tensor, num_nodes: int, symmetric: bool = False) -> tuple[Adjacency, torch.Tensor]:
-    """Device side: t's adjacency and sorted keys from t-1's sorted keys and the difference."""
-    common = prev_keys
-    if removed.numel():
-        keep = torch.ones(prev_keys.shape[0], dtype=torch.bool, device=prev_keys.device)
-        keep[torch.searchsorted(prev_keys, removed)] = False
-        common = prev_keys[keep]
-    keys = common
-    if added.numel():
-        # merge two sorted arrays without a sort: each added key lands after the common keys below it
-        # and after the added keys before it
-        slot = torch.searchsorted(common, added) + torch.arange(added.shape[0], device=added.device)
-        keys = torch.empty(common.shape[0] + added.shape[0], dtype=common.dtype, device=common.device)
-        is_added = torch.zeros(keys.shape[0], dtype=torch.bool, device=keys.device)
-        is_added[slot] = True
-        keys[slot] = added
-        keys[~is_added] = common
+    """Device side: t's adjacency and sorted keys from t-1's sorted keys and the difference
+    (:func:`dynagnn.graph.diff.merge_keys`), its CSR built with one bincount."""
+    keys = gd.merge_keys(prev_keys, removed, added)
     if keys.shape[0] != values.shape[0]:
         raise ValueError(f"graph difference does not fit the resident snapshot: {keys.shape[0]} keys "
                          f"for {values.shape[0]} values")
@@ -131,7 +94,7 @@ class SnapshotFeeder:
         self.capacity = capacity
         self.timer = timer
         self.gpu = self.device.type == "cuda"
-        self._diffs: dict[int, KeyDiff] = {}
+        self._diffs: dict[int, gd.GraphDiff] = {}
         self._resident: OrderedDict[int, tuple[Adjacency, torch.Tensor | None]] = OrderedDict()
         self.stats = {"full": 0, "diff": 0, "bytes": 0}
         feats = np.ascontiguousarray(features, dtype=np.float32)
@@ -152,10 +115,10 @@ class SnapshotFeeder:
             return t.to(self.device, non_blocking=True)
         return t.clone()
 
-    def _diff(self, t: int) -> KeyDiff:
+    def _diff(self, t: int) -> gd.GraphDiff:
         d = self._diffs.get(t)
         if d is None:
-            d = self._diffs[t] = key_diff(self.host[t - 1], self.host[t])
+            d = self._diffs[t] = gd.diff_keys(self.host[t - 1].keys, self.host[t].keys, self.host[t].values)
         return d
 
     def _count(self, kind: str, nbytes: int) -> None:
@@ -173,7 +136,7 @@ class SnapshotFeeder:
             self._count("diff", d.nbytes)
             return tuple(apply_key_diff(prev[1], self._send(d.removed), self._send(d.added),
                                         self._send(d.values), n, snap.symmetric))
-        self._count("full", full_nbytes(snap))
+        self._count("full", gd.full_bytes(snap.nnz, n))
         crow = self._send(snap.crow)
         col = self._send(snap.keys % np.int64(n))
         adj = _csr(crow, col, self._send(snap.values), n, snap.symmetric)
