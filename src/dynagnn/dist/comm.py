@@ -167,6 +167,17 @@ class Comm:
         self.count("objects", len(pickle.dumps(obj)) * (self.world - 1))
         return out
 
+    def broadcast_object(self, obj, src: int = 0):
+        """``obj`` of rank ``src`` on every worker (small bookkeeping: metrics, decisions)."""
+        if not self.active:
+            return obj
+        box = [obj]
+        with section("communication"):
+            dist.broadcast_object_list(box, src, group=self.group)
+        if self.rank == src:
+            self.count("objects", len(pickle.dumps(obj)) * (self.world - 1))
+        return box[0]
+
     def all_to_all(self, x: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int],
                    name: str = "all_to_all") -> torch.Tensor:
         """Rows of ``x`` [sum(send_counts), ...], grouped by destination rank, to their ranks; returns the

@@ -108,6 +108,18 @@ class EvolveGCNO(_EvolveGCN):
     def _rnn_input(self, l, x, w):
         return w
 
+    def evolve(self, state: State) -> State:
+        """The weights of the next snapshot from this one's, with no graph or feature input: ESDG's
+        snapshot strategy lets every worker run this chain itself (ESDG Sec. 5.5)."""
+        return tuple(cell(w, w) for cell, w in zip(self.cells, state))
+
+    def convolve(self, adj, x: torch.Tensor, weights: State) -> torch.Tensor:
+        """The GCN layers of one snapshot with already evolved weights: ``step`` is
+        ``convolve(adj, x, evolve(state))`` (the same values, the weights evolved first)."""
+        for layer, w in zip(self.layers, weights):
+            x = torch.relu(layer(adj, x, weight=w))
+        return x
+
 
 class EvolveGCNH(_EvolveGCN):
     """EvolveGCN-H: the GRU's input is the top-k summary of the layer's input embeddings (Eq. 3, 6-7)."""

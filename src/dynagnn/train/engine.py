@@ -1,17 +1,24 @@
-"""The single-worker training engine: epochs over snapshot windows, evaluation, early stopping, outputs.
+"""The training engine: epochs of steps over snapshot windows, on one worker or many.
 
-A training sample is a window: snapshot t and the l-1 before it (stride 1). The strategy produces the
-embeddings at t (BPTT over the window, optionally truncated or checkpointed), the task's head and
-loss turn them into a gradient, Adam steps once per window. After each epoch the validation and test
-windows are evaluated without gradients; the epoch with the best validation metric is the model that
-is kept, and training stops after ``patience`` epochs without improvement.
+A training sample is a window: snapshot t and the l-1 before it (stride 1). A step is B windows
+(``batch_windows``, default 1); its loss is the mean of the windows' losses. The strategy computes a
+step's forward, backward and communication (:mod:`dynagnn.train.strategies`), the engine then steps
+Adam. After each epoch the validation and test windows are evaluated without gradients; the epoch
+with the best validation metric is the model that is kept, and training stops after ``patience``
+epochs without improvement.
+
+Several workers (``workers`` > 1, or a process that torchrun started): :func:`train` launches one
+process per worker (:func:`dynagnn.dist.launch.launch`); every process runs a :class:`Trainer` with
+the same seed (so the same initial weights) and its share of the step; rank 0 evaluates, decides on
+early stopping for everyone, and writes the outputs.
 
 Outputs (under ``out``): ``metrics.parquet`` (one row per epoch: loss, train seconds, ``val_*``,
-``test_*``), ``timings.parquet`` (one row per epoch and phase, :mod:`dynagnn.timing`; epoch -1
-holds the one-off ``load`` of the store), ``model.pt`` (the best epoch's weights with the fingerprint
-of the model, task, data and hyper-parameters). All three are written to temporary names and renamed
-only once training has finished, so a failed run (NaN loss, bad input) leaves earlier outputs as they
-were.
+``test_*``), ``timings.parquet`` (one row per epoch, worker and phase, :mod:`dynagnn.timing`; epoch
+-1 holds the one-off ``load`` of the store), ``comm.parquet`` (bytes sent per epoch, worker, stage
+(train or eval) and collective; empty on one worker), ``model.pt`` (the best epoch's weights with the
+fingerprint of the model, task, data and hyper-parameters). All are written to temporary names and
+renamed only once training has finished, so a failed run (NaN loss, bad input, a dead worker) leaves
+earlier outputs as they were.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +38,19 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from dynagnn.atomic import write_all
 from dynagnn.data.store import SnapshotStore, open_store
+from dynagnn.dist.comm import Comm
+from dynagnn.dist.context import DistContext
+from dynagnn.dist.launch import check_workers, launch, under_torchrun
 from dynagnn.errors import ConfigError, DynagnnError
 from dynagnn.models import build_model
 from dynagnn.tables import write_parquet
-from dynagnn.train.strategies import make_strategy
-from dynagnn.train.tasks import make_task
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
+from dynagnn.train.strategies import make_strategy, strategy_class
+from dynagnn.train.strategies.base import Run
+from dynagnn.train.tasks import chronological_split, infer_task, make_task
+from dynagnn.train.transfer import host_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +84,9 @@ class TrainConfig:
     device: str = "cpu"
     threads: int | None = None
     seed: int = 0
+    batch_windows: int = 1
+    workers: int = 1
+    partitioner: str = "metis"
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
@@ -108,27 +122,41 @@ def features_of(store: SnapshotStore) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 
 
-class Trainer:
-    """Train one model with one strategy on one store. ``fit()`` returns (metrics, timings) frames."""
+def preflight(store: SnapshotStore, config: TrainConfig, workers: int) -> None:
+    """The checks that need no worker process: a bad B, worker count or strategy fails here, at once."""
+    c = config
+    check_workers(workers)
+    if int(c.batch_windows) < 1:
+        raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
+    cls = strategy_class(c.strategy)
+    model = build_model(c.model, int(features_of(store).shape[-1]), c.hidden)
+    cls.check(c, model, store.num_nodes, workers)
 
-    def __init__(self, store: SnapshotStore | str | Path, config: TrainConfig, progress: bool = True):
+
+class Trainer:
+    """Train one model with one strategy on one store. ``fit()`` returns (metrics, timings) frames.
+
+    ``ctx``/``comm``: this process's place in a multi-worker job (default: a one-process run).
+    """
+
+    def __init__(self, store: SnapshotStore | str | Path, config: TrainConfig, progress: bool = True,
+                 ctx: DistContext | None = None, comm: Comm | None = None):
         self.store = store if isinstance(store, SnapshotStore) else open_store(store)
         self.config = c = config
-        self.progress = progress
-        if c.threads:
+        self.ctx = ctx or DistContext.single(c.device)
+        self.comm = comm or Comm(self.ctx)
+        self.progress = progress and self.ctx.is_main
+        if c.threads and not self.ctx.distributed:
             torch.set_num_threads(int(c.threads))
-        self.device = torch.device(c.device)
+        self.device = self.ctx.device
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"device {c.device!r} requested but this torch has no CUDA device")
+        preflight(self.store, c, self.ctx.world_size)
         _seed_all(c.seed)
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
-        task_name = c.task
-        if task_name == "auto":
-            from dynagnn.train.tasks import infer_task
-            task_name = infer_task(self.store)
+        task_name = infer_task(self.store) if c.task == "auto" else c.task
         self.task = make_task(task_name, self.store, c.seed, **(link_opts if task_name == "link" else {}))
         self.steps = self.task.steps(c.window)
-        from dynagnn.train.tasks import chronological_split
         self.split = chronological_split(self.steps)
         self.timer = PhaseTimer(self.device)
         t0 = time.perf_counter()
@@ -136,15 +164,16 @@ class Trainer:
         host = load_host_snapshots(self.store)
         self.load_seconds = time.perf_counter() - t0
         self.in_dim = int(features.shape[-1])
-        capacity = None
-        if c.checkpoint_blocks > 1:
-            capacity = math.ceil(c.window / c.checkpoint_blocks) + 1
-        self.feeder = SnapshotFeeder(host, features, self.store.num_nodes, self.device, c.transfer,
-                                     capacity, self.timer)
         self.model = build_model(c.model, self.in_dim, c.hidden).to(self.device)
         self.head = self.task.head(self.model.out_dim).to(self.device)
-        self.strategy = make_strategy(c.strategy, checkpoint_blocks=c.checkpoint_blocks, tbptt=c.tbptt)
-        self.strategy.setup(self.model, self.feeder)
+        self.run = Run(self.store, self.task, self.model, self.head, self.timer, self.ctx, self.comm, host,
+                       features, c.window, c.batch_windows,
+                       {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
+                        "partitioner": c.partitioner, "seed": c.seed})
+        self.strategy = make_strategy(c.strategy)
+        self.strategy.setup(self.run)
+        self.comm_rows: list[dict] = []
+        self._count_comm(-1, "setup")
         params = list(self.model.parameters()) + list(self.head.parameters())
         self.optimizer = torch.optim.Adam(params, lr=c.lr, weight_decay=c.weight_decay)
         self.fingerprint = c.fingerprint(self.store.checksum, self.in_dim)
@@ -152,31 +181,40 @@ class Trainer:
     def window(self, t: int) -> list[int]:
         return list(range(t - self.config.window + 1, t + 1))
 
+    def step_ends(self) -> list[list[int]]:
+        """The training windows' end snapshots cut into steps of B (the last step may be shorter)."""
+        ends, b = self.split.train, int(self.config.batch_windows)
+        return [ends[i:i + b] for i in range(0, len(ends), b)]
+
+    def _count_comm(self, epoch: int, stage: str) -> None:
+        for name, (nbytes, calls) in sorted(self.comm.take_counts().items()):
+            self.comm_rows.append({"epoch": epoch, "worker": self.ctx.rank, "stage": stage,
+                                   "collective": name, "bytes": nbytes, "calls": calls})
+
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
         self.head.train()
+        self.run.epoch = epoch
         losses = []
-        timer = self.timer
-        for t in self.split.train:
+        for ends in self.step_ends():
             self.optimizer.zero_grad(set_to_none=True)
-            h = self.strategy.embed(self.window(t))
-            loss = self.task.loss(self.head, h, t, epoch)
-            if not torch.isfinite(loss):
-                raise TrainingError(f"loss is {loss.item()} at epoch {epoch}, window ending at snapshot {t}; "
+            loss = self.strategy.train_step(ends)
+            if not math.isfinite(loss):
+                raise TrainingError(f"loss is {loss} at epoch {epoch}, step ending at snapshot {ends[-1]}; "
                                     f"nothing was written (try a lower learning rate than {self.config.lr})")
-            with timer.phase("backward"):
-                loss.backward()
-            with timer.phase("optimizer"):
+            with self.timer.phase("optimizer"):
                 self.optimizer.step()
-            losses.append(float(loss.detach()))
+            losses.append(loss)
         return float(np.mean(losses))
 
     @torch.no_grad()
     def evaluate(self, steps: list[int]) -> dict[str, float]:
+        """Rank 0 scores the embeddings; every worker gets its metrics (for the same early stop)."""
         self.model.eval()
         self.head.eval()
         embeddings = {t: self.strategy.embed(self.window(t)) for t in steps}
-        return self.task.evaluate(self.head, embeddings)
+        metrics = self.task.evaluate(self.head, embeddings) if self.ctx.is_main else None
+        return self.comm.broadcast_object(metrics)
 
     def fit(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         c = self.config
@@ -185,11 +223,13 @@ class Trainer:
         bar = tqdm(range(c.epochs), desc=f"{c.model}/{c.strategy}", disable=not self.progress, leave=False)
         for epoch in bar:
             start = time.perf_counter()
-            with self.timer.epoch(epoch, warmup=epoch < c.warmup_epochs):
+            with self.timer.epoch(epoch, worker=self.ctx.rank, warmup=epoch < c.warmup_epochs):
                 loss = self.train_epoch(epoch)
             seconds = time.perf_counter() - start
+            self._count_comm(epoch, "train")
             val = self.evaluate(self.split.val)
             test = self.evaluate(self.split.test)
+            self._count_comm(epoch, "eval")
             row = {"epoch": epoch, "loss": loss, "train_seconds": seconds}
             row.update({f"val_{k}": v for k, v in val.items()})
             row.update({f"test_{k}": v for k, v in test.items()})
@@ -204,9 +244,11 @@ class Trainer:
             else:
                 since += 1
             bar.set_postfix(loss=f"{loss:.4f}", **{f"val_{self.task.primary}": f"{score:.4f}"})
-            log.info("epoch %d: loss %.4f, val %s %.4f, %.2f s", epoch, loss, self.task.primary, score, seconds)
+            if self.ctx.is_main:
+                log.info("epoch %d: loss %.4f, val %s %.4f, %.2f s", epoch, loss, self.task.primary, score, seconds)
             if since >= c.patience:
-                log.info("early stop: no better val %s for %d epochs", self.task.primary, c.patience)
+                if self.ctx.is_main:
+                    log.info("early stop: no better val %s for %d epochs", self.task.primary, c.patience)
                 break
         if best_state is None:
             raise TrainingError(f"no epoch gave a finite validation {self.task.primary} (the model diverged?); "
@@ -214,10 +256,13 @@ class Trainer:
         self.best = best_state
         metrics = pd.DataFrame(rows)
         metrics["best"] = metrics["epoch"] == best_state["epoch"]
-        timings = self.timer.frame()
-        load = pd.DataFrame([{"epoch": -1, "worker": 0, "phase": "load", "seconds": self.load_seconds,
-                              "warmup": True, "peak_memory_bytes": 0}])
-        timings = pd.concat([load, timings], ignore_index=True)
+        load = {"epoch": -1, "worker": self.ctx.rank, "phase": "load", "seconds": self.load_seconds,
+                "warmup": True, "peak_memory_bytes": 0}
+        gathered = self.comm.all_gather_object(([load] + self.timer.rows(), self.comm_rows))
+        timings = pd.DataFrame([r for t, _ in gathered for r in t],
+                               columns=["epoch", "worker", "phase", "seconds", "warmup", "peak_memory_bytes"])
+        self.comm_table = pd.DataFrame([r for _, c_ in gathered for r in c_],
+                                       columns=["epoch", "worker", "stage", "collective", "bytes", "calls"])
         return metrics, timings
 
     def checkpoint(self) -> dict:
@@ -252,37 +297,37 @@ def load_checkpoint_file(path: str | Path) -> dict:
     return ck
 
 
-def _write_all(files: dict[Path, callable]) -> None:
-    """Write every output to a temporary sibling, then rename them all: all or nothing."""
-    tmps = {}
-    try:
-        for path, writer in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            writer(tmp)
-            tmps[path] = tmp
-        for path, tmp in tmps.items():
-            os.replace(tmp, path)
-    finally:
-        for tmp in tmps.values():
-            if tmp.exists():
-                tmp.unlink()
+def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress):
+    """One process's share of :func:`train`; rank 0 writes the outputs and returns the frames."""
+    trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None)
+    if resume:
+        trainer.load_checkpoint(resume)
+    metrics, timings = trainer.fit()
+    if not trainer.ctx.is_main:
+        return None
+    out = Path(out)
+    meta = {"model": config.model, "strategy": config.strategy, "task": trainer.task.name,
+            "workers": str(trainer.ctx.world_size), "config": json.dumps(dataclasses.asdict(config))}
+    checksum = trainer.store.checksum
+    ck = trainer.checkpoint()
+    comm = trainer.comm_table
+    write_all({out / "metrics.parquet": lambda tmp: write_parquet(metrics, tmp, checksum, meta),
+               out / "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
+               out / "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
+               out / "model.pt": lambda tmp: torch.save(ck, tmp)})
+    return metrics, timings
 
 
 def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: str | Path | None = None,
           progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train and write ``metrics.parquet``, ``timings.parquet`` and ``model.pt`` under ``out``."""
-    trainer = Trainer(store_path, config, progress)
-    if resume:
-        trainer.load_checkpoint(resume)
-    metrics, timings = trainer.fit()
-    out = Path(out)
-    meta = {"model": config.model, "strategy": config.strategy, "task": trainer.task.name,
-            "config": json.dumps(dataclasses.asdict(config))}
-    checksum = trainer.store.checksum
-
-    ck = trainer.checkpoint()
-    _write_all({out / "metrics.parquet": lambda tmp: write_parquet(metrics, tmp, checksum, meta),
-                out / "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
-                out / "model.pt": lambda tmp: torch.save(ck, tmp)})
-    return metrics, timings
+    """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
+    under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
+    Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
+    if under_torchrun():
+        return launch(_train_here, 1, store_path, out, config, resume, progress, device=config.device,
+                      threads=config.threads)[0]
+    preflight(open_store(store_path), config, config.workers)
+    if config.workers == 1:
+        return _train_here(None, store_path, out, config, resume, progress)
+    return launch(_train_here, config.workers, store_path, out, config, resume, progress,
+                  device=config.device, threads=config.threads)[0]

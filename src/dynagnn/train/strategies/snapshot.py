@@ -1,0 +1,212 @@
+"""ESDG's snapshot partitioning (ESDG Sec. 4.2, Fig. 3a; notes/esdg.md §3.4).
+
+A step's window-snapshots — B windows of l snapshots, B·l items (window w, snapshot t) in order —
+are split into P contiguous even ranges; worker p owns the items of its range and their Â_t, X_t.
+The vertices are cut into P contiguous chunks V_q (the first N mod P one row larger). Per layer of a
+stacked model (:class:`~dynagnn.models.base.StackedGNN`):
+
+1. the GCN (``spatial``) runs on each worker's own items over all vertices, Y [k_p, N, S];
+2. redistribution 1, an all-to-all: worker p sends Y[:, V_q] to q, so q holds every item's rows of
+   V_q, [B·l, n_q, S] — vertex-major;
+3. the per-vertex RNN (``temporal``) runs over each window's l steps for V_q, from the initial
+   state (the B windows side by side as B·n_q rows);
+4. redistribution 2 sends each item's rows back to the item's owner, [k_p, N, H], for the next layer.
+
+The backward pass runs the same two all-to-alls on the gradients (``redistribute1.backward``,
+``redistribute2.backward``). Each redistribution moves every (item, vertex) row whose item owner is
+not its vertex owner: B·l·N − Σ_p k_p·n_p rows, the exact form of ESDG's T·N·(P−1)/P
+(:func:`dynagnn.analysis.commvolume.snapshot_redistribution_volume` with T = B·l).
+
+The owner of a window's last item holds its embedding after the last layer and computes that
+window's loss; every worker back-propagates the losses it holds (plus zero times its other outputs,
+so that every worker takes part in every backward all-to-all), and the parameters' gradients are
+all-reduced. EvolveGCN-O is served without redistribution (ESDG Sec. 5.5): its LSTM runs over the
+weight matrices, which every worker evolves itself, so a worker runs its own items alone.
+
+Models with a GCN inside the recurrence (T-GCN, GCRN) have no such seam and are refused. A worker
+may own no item of a short step (an evaluation window shorter than P): it still takes part in the
+all-to-alls, with nothing to send.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from dynagnn.errors import ConfigError
+from dynagnn.models.base import StackedGNN
+from dynagnn.models.evolvegcn import EvolveGCNO
+from dynagnn.timing import section
+from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.transfer import SnapshotFeeder
+
+
+def contiguous_sizes(n: int, parts: int) -> list[int]:
+    """Sizes of ``parts`` contiguous ranges of ``n`` items, the first n mod P one larger; a part may
+    be empty when parts > n (ESDG's even split when parts <= n)."""
+    q, r = divmod(int(n), int(parts))
+    return [q + (i < r) for i in range(int(parts))]
+
+
+def serves(model) -> bool:
+    return isinstance(model, (StackedGNN, EvolveGCNO))
+
+
+class SnapshotPartition(Strategy):
+    name = "snapshot"
+
+    @classmethod
+    def check(cls, config, model, num_nodes, workers):
+        if not serves(model):
+            raise ConfigError(f"snapshot strategy cannot serve {model.name}: its GCN runs inside the "
+                              "recurrence, so there is no seam between the per-snapshot GCN and the "
+                              "per-vertex RNN to redistribute at; use --strategy sequential or vertex "
+                              "(the snapshot strategy serves wdgcn, mpnn_lstm, cdgcn, tmgcn and evolvegcn_o)")
+        items = int(config.batch_windows) * int(config.window)
+        if workers > items:
+            raise ConfigError(f"snapshot strategy: a step holds batch_windows × window = {items} snapshots, "
+                              f"fewer than the {workers} workers; raise --batch-windows or --window, or use "
+                              f"at most {items} workers")
+        if workers > num_nodes:
+            raise ConfigError(f"snapshot strategy: {workers} workers for {num_nodes} vertices")
+        if int(config.checkpoint_blocks) > 1:
+            raise ConfigError("snapshot strategy: checkpoint_blocks > 1 is not supported yet; use "
+                              "checkpoint_blocks 1, or --strategy sequential or vertex with checkpointing")
+
+    def setup(self, run: Run) -> None:
+        super().setup(run)
+        P = run.ctx.world_size
+        self.model = run.model
+        self.vsizes = contiguous_sizes(run.num_nodes, P)
+        self.voff = np.concatenate([[0], np.cumsum(self.vsizes)]).tolist()
+        self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device,
+                                     run.options.get("transfer", "full"), None, run.timer)
+        self.stacked = isinstance(self.model, StackedGNN)
+        if self.stacked:
+            self.widths = self._widths()
+
+    @torch.no_grad()
+    def _widths(self) -> list[tuple[int, int]]:
+        """(S_l, H_l) of every layer, from one snapshot (a worker with no item still needs them)."""
+        m, (adj, x) = self.model, self.feeder.get(0)
+        z, out = x, []
+        for l in range(m.num_layers):
+            y = m.spatial(l, adj, z, x)
+            zs, _ = m.temporal(l, y[None], m.temporal_state(l, y.shape[0], y.device))
+            z = zs[0]
+            out.append((y.shape[1], z.shape[1]))
+        self.feeder.drop()
+        return out
+
+    def _mine(self, items: list[tuple[int, int]]) -> tuple[int, int, list[int]]:
+        sizes = contiguous_sizes(len(items), self.run.ctx.world_size)
+        a = sum(sizes[:self.run.ctx.rank])
+        return a, a + sizes[self.run.ctx.rank], sizes
+
+    # ------------------------------------------------------------------ stacked models
+
+    def _stacked(self, windows: list[list[int]]) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+        """Forward of a step: {window index: embedding [N, H]} for the windows whose last item is
+        mine, and every output row this worker holds (to keep it in every backward pass)."""
+        run, m, comm = self.run, self.model, self.run.comm
+        P, me = run.ctx.world_size, run.ctx.rank
+        l = len(windows[0])
+        items = [(w, t) for w, ts in enumerate(windows) for t in ts]
+        a, b, ksizes = self._mine(items)
+        mine = items[a:b]
+        n_me, N = self.vsizes[me], run.num_nodes
+        inputs = [self.feeder.get(t) for _, t in mine]
+        zs = [x for _, x in inputs]
+        for layer, (S, H) in enumerate(self.widths):
+            ys = [m.spatial(layer, adj, z, x) for (adj, x), z in zip(inputs, zs)]
+            y = torch.stack(ys) if ys else torch.zeros(0, N, S, device=run.device)
+            # redistribution 1: my items' rows of V_q to q -> every item's rows of my vertices
+            send = torch.cat([y[:, self.voff[q]:self.voff[q + 1]].reshape(-1, S) for q in range(P)])
+            if torch.is_grad_enabled() and not send.requires_grad:
+                # a worker without items must still join this exchange's backward all-to-all
+                send = send.detach().requires_grad_()
+            got = comm.exchange(send, [len(mine) * self.vsizes[q] for q in range(P)],
+                                [k * n_me for k in ksizes], "redistribute1")
+            yv = got.view(len(items), n_me, S)
+            # the windows side by side: [l, B·n_me, S]
+            yv = yv.view(len(windows), l, n_me, S).transpose(0, 1).reshape(l, len(windows) * n_me, S)
+            with section("rnn"):
+                zv, _ = m.temporal(layer, yv, m.temporal_state(layer, len(windows) * n_me, run.device))
+            zv = zv.view(l, len(windows), n_me, H).transpose(0, 1).reshape(len(items) * n_me, H)
+            # redistribution 2: each item's rows of my vertices back to the item's owner
+            got = comm.exchange(zv, [k * n_me for k in ksizes], [len(mine) * self.vsizes[q] for q in range(P)],
+                                "redistribute2")
+            blocks = got.split([len(mine) * self.vsizes[q] for q in range(P)])
+            z = torch.cat([blk.view(len(mine), self.vsizes[q], H) for q, blk in enumerate(blocks)], dim=1)
+            zs = list(z.unbind(0))
+        ends = {w: zs[i] for i, (w, t) in enumerate(mine) if t == windows[w][-1]}
+        return ends, z
+
+    # ------------------------------------------------------------------ EvolveGCN-O
+
+    def _evolve(self, windows: list[list[int]]) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+        """EvolveGCN-O: for each window with an item of mine, the weight chain up to my last item,
+        then the GCN layers on my items alone."""
+        run, m = self.run, self.model
+        items = [(w, t) for w, ts in enumerate(windows) for t in ts]
+        a, b, _ = self._mine(items)
+        ends, outs = {}, []
+        for w, ts in enumerate(windows):
+            last = max((i for i in range(a, b) if items[i][0] == w), default=None)
+            if last is None:
+                continue
+            weights = m.initial_state(run.num_nodes, run.device)
+            for i in range(w * len(ts), last + 1):
+                t = items[i][1]
+                with section("rnn"):
+                    weights = m.evolve(weights)
+                if i >= a:
+                    adj, x = self.feeder.get(t)
+                    h = m.convolve(adj, x, weights)
+                    outs.append(h)
+                    if t == ts[-1]:
+                        ends[w] = h
+        held = torch.stack(outs) if outs else torch.zeros(0, device=run.device)
+        return ends, held
+
+    def _forward(self, windows):
+        return self._stacked(windows) if self.stacked else self._evolve(windows)
+
+    def _broadcast_from_owner(self, ends: dict, windows) -> torch.Tensor | None:
+        """The one window's embedding, sent by its owner to rank 0 (evaluation)."""
+        comm, run = self.run.comm, self.run
+        items = [(0, t) for t in windows[0]]
+        sizes = contiguous_sizes(len(items), run.ctx.world_size)
+        owner = int(np.searchsorted(np.cumsum(sizes), len(items) - 1, side="right"))
+        if owner == 0:
+            return ends.get(0)
+        if run.ctx.rank == owner:
+            comm.send(ends[0].contiguous(), 0, "embedding")
+            return None
+        if run.ctx.rank == 0:
+            out = torch.empty(run.num_nodes, self.model.out_dim, device=run.device)
+            return comm.recv(out, owner, "embedding")
+        return None
+
+    def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
+        ends, _ = self._forward([list(ts)])
+        if not self.run.ctx.distributed:
+            return ends[0]
+        return self._broadcast_from_owner(ends, [list(ts)])
+
+    def train_step(self, ends: Sequence[int]) -> float:
+        run = self.run
+        windows = run.windows(ends)
+        embeddings, held = self._forward(windows)
+        local = held.sum() * 0.0
+        for w, h in embeddings.items():
+            local = local + run.task.loss(run.head, h, ends[w], run.epoch) / len(ends)
+        value = local.detach().clone()
+        if local.requires_grad:  # False only for EvolveGCN-O on a worker without items
+            with run.timer.phase("backward"):
+                local.backward()
+        run.comm.all_reduce(value, "loss")
+        run.comm.all_reduce_grads(run.parameters())
+        return float(value)

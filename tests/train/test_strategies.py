@@ -1,0 +1,138 @@
+"""Every strategy computes the sequential strategy's step: same loss and gradients with the same B,
+on 2 gloo processes and on 1; its counted bytes equal the closed forms of analysis/commvolume.py."""
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
+from dynagnn.data.store import open_store
+from dynagnn.dist.context import DistContext
+from dynagnn.dist.comm import Comm
+from dynagnn.dist.testing import run_on
+from dynagnn.errors import ConfigError
+from dynagnn.train.engine import TrainConfig, Trainer, train
+from dynagnn.train.strategies.vertex import local_snapshot
+
+from .conftest import small_store
+
+VERTEX_MODELS = ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn"]
+SNAPSHOT_MODELS = ["wdgcn", "mpnn_lstm", "evolvegcn_o"]
+ENDS = [4, 5]          # B = 2 windows of 3 snapshots
+HIDDEN = 5
+
+
+def config(model, strategy, workers, **kw):
+    return TrainConfig(model=model, strategy=strategy, hidden=HIDDEN, window=3, epochs=1,
+                       batch_windows=len(ENDS), workers=workers, **kw)
+
+
+def one_step(store, cfg, ctx=None, comm=None):
+    """(loss, {param: grad}, embedding at the end of the last window on rank 0, comm counts)."""
+    tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
+    tr.comm.take_counts()
+    tr.run.epoch = 1
+    tr.optimizer.zero_grad(set_to_none=True)
+    loss = tr.strategy.train_step(ENDS)
+    counts = tr.comm.take_counts()
+    named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
+    grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
+    with torch.no_grad():
+        h = tr.strategy.embed(tr.window(ENDS[-1]))
+    return loss, grads, h, counts
+
+
+def _steps(ctx, comm, store, models, strategy, extra):
+    return {m: one_step(store, config(m, strategy, ctx.world_size, **extra), ctx, comm) for m in models}
+
+
+def assert_same_step(got, ref):
+    loss, grads, h, _ = got
+    rloss, rgrads, rh, _ = ref
+    assert loss == pytest.approx(rloss, rel=1e-5)
+    assert grads.keys() == rgrads.keys() and grads
+    for k in rgrads:
+        torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-6, msg=k)
+    if rh is not None:
+        torch.testing.assert_close(h, rh, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    d = tmp_path_factory.mktemp("strategies")
+    return {"link": small_store(d / "link.zarr"),
+            "class": small_store(d / "class.zarr", labels="class"),
+            "directed": small_store(d / "directed.zarr", directed=True, seed=3)}
+
+
+@pytest.mark.parametrize("strategy,models,extra", [
+    ("vertex", VERTEX_MODELS, {"partitioner": "metis"}),
+    ("snapshot", SNAPSHOT_MODELS, {}),
+])
+def test_two_workers_equal_sequential(stores, strategy, models, extra):
+    for kind in ("link", "class"):
+        store = stores[kind]
+        ref = {m: one_step(store, config(m, "sequential", 1)) for m in models}
+        r0, r1 = run_on(2, _steps, store, models, strategy, extra, timeout=300)
+        for m in models:
+            assert_same_step(r0[m], ref[m])
+            assert_same_step(r1[m], ref[m][:2] + (None, None))
+            assert (r1[m][2] is None) == (strategy == "snapshot")  # embeddings go to rank 0
+
+
+def test_vertex_hash_partition_on_a_directed_store(stores):
+    store = stores["directed"]
+    ref = {m: one_step(store, config(m, "sequential", 1)) for m in ("tgcn", "evolvegcn_o")}
+    r0, r1 = run_on(2, _steps, store, ["tgcn", "evolvegcn_o"], "vertex", {"partitioner": "hash"}, timeout=300)
+    for m in ref:
+        assert_same_step(r0[m], ref[m])
+        assert_same_step(r1[m], ref[m][:2] + (None, None))
+
+
+@pytest.mark.parametrize("strategy,model", [("vertex", "gcrn"), ("vertex", "mpnn_lstm"),
+                                            ("snapshot", "wdgcn"), ("snapshot", "evolvegcn_o")])
+def test_one_worker_is_sequential(stores, strategy, model):
+    ref = one_step(stores["link"], config(model, "sequential", 1))
+    assert_same_step(one_step(stores["link"], config(model, strategy, 1)), ref)
+
+
+def test_vertex_halo_bytes_equal_the_closed_form(stores):
+    """T-GCN ("xh", aggregate-first as F+H > ... ) aggregates two inputs per snapshot; each halo moves
+    Σ_v λ_t(v) rows of the aggregated width, the count of commvolume on the transposed edges."""
+    store_path = stores["directed"]
+    r0, r1 = run_on(2, _steps, store_path, ["wdgcn"], "vertex", {"partitioner": "hash"}, timeout=300)
+    store = open_store(store_path)
+    tr = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False)
+    parts = _parts(store_path, "hash")
+    N = store.num_nodes
+    ts = sorted({t for e in ENDS for t in range(e - 2, e + 1)})
+    per_window = [list(range(e - 2, e + 1)) for e in ENDS]
+    edges = {t: (tr.run.host[t].keys // N, tr.run.host[t].keys % N) for t in ts}
+    # WD-GCN: one aggregation per snapshot; F=6 -> H=5 is narrower, so update-first aggregates H columns
+    width = HIDDEN
+    rows = sum(count_vertex_volume([(edges[t][1], edges[t][0])], N, parts, 2) for w in per_window for t in w)
+    halo = r0["wdgcn"][3]["halo"][0] + r1["wdgcn"][3]["halo"][0]
+    back = r0["wdgcn"][3]["halo.backward"][0] + r1["wdgcn"][3]["halo.backward"][0]
+    # the step (forward + backward of both windows) then the evaluation window (forward only)
+    assert halo == rows * width * 4
+    assert back == rows * width * 4
+    assert ts
+
+
+def _parts(store_path, method):
+    from dynagnn.train.strategies.vertex import vertex_parts
+    tr = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False)
+    return vertex_parts(method, tr.run.host, tr.store.num_nodes, 2, 0)
+
+
+def test_snapshot_redistribution_bytes_equal_esdg_exact_form(stores):
+    r0, r1 = run_on(2, _steps, stores["link"], ["mpnn_lstm"], "snapshot", {}, timeout=300)
+    N = open_store(stores["link"]).num_nodes
+    T = len(ENDS) * 3
+    S, H = 2 * HIDDEN + 6, 2 * HIDDEN + 6   # MPNN-LSTM: spatial [H1 ‖ H2 ‖ X], temporal [a ‖ b ‖ X]
+    rows = snapshot_redistribution_volume(T, N, 2).units
+    c = [r0["mpnn_lstm"][3], r1["mpnn_lstm"][3]]
+    assert sum(x["redistribute1"][0] for x in c) == rows * S * 4
+    assert sum(x["redistribute2"][0] for x in c) == rows * H * 4
+    assert sum(x["redistribute1.backward"][0] for x in c) == rows * S * 4
+    assert sum(x["redistribute2.backward"][0] for x in c) == rows * H * 4
