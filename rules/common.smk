@@ -3,12 +3,15 @@ import json
 import os
 
 try:
+    from dynagnn.analysis.stage import ANALYSES as _ANALYSES
+    from dynagnn.analysis.stage import NEEDS_EVENTS as _NEEDS_EVENTS
     from dynagnn.config import schedule_runs as _schedule_runs
     from dynagnn.config import train_runs as _train_runs
     from dynagnn.config import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
 except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
     _dynagnn_validate = None
+    _ANALYSES, _NEEDS_EVENTS = (), ()  # and no analysis targets: their list is the library's
 
 if _dynagnn_validate is not None:
     try:
@@ -18,7 +21,7 @@ if _dynagnn_validate is not None:
 
 RESULTS = config.get("results", "results")
 DATASETS = sorted(config["datasets"])
-# (dataset, model, strategy, options) of every training run; without the library, no training runs.
+# (dataset, model, strategy, workers, options) of every training run; without the library, no training runs.
 TRAIN_RUNS = _train_runs(config) if _dynagnn_validate is not None else []
 # (dataset, model, workers, window, hidden) of every schedule plan; the cost model is of one device.
 SCHEDULE_RUNS = _schedule_runs(config) if _dynagnn_validate is not None else []
@@ -68,9 +71,11 @@ NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
 def train_options_json(wildcards):
     for run in TRAIN_RUNS:
-        if (run["dataset"], run["model"], run["strategy"]) == (wildcards.dataset, wildcards.model, wildcards.strategy):
+        if (run["dataset"], run["model"], run["strategy"], str(run["workers"])) == (
+                wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers):
             return json.dumps(run["options"], sort_keys=True)
-    raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} in config train.runs")
+    raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} on "
+                        f"{wildcards.workers} workers in config train.runs")
 
 
 def profile_models(wildcards):
@@ -96,11 +101,10 @@ def all_outputs():
     outs = []
     for d in DATASETS:
         outs += [f"{RESULTS}/{d}/store.zarr", f"{RESULTS}/{d}/stats.parquet", f"{RESULTS}/{d}/stats.png"]
-        outs += [f"{RESULTS}/{d}/analysis/{name}" for name in ("overlap.parquet", "formats.parquet", "partitions.parquet", "cache.parquet", "volume.parquet")]
-        if config["datasets"][d]["format"] not in NO_EVENTS:
-            outs.append(f"{RESULTS}/{d}/analysis/redundancy.parquet")
+        events = config["datasets"][d]["format"] not in NO_EVENTS
+        outs += [f"{RESULTS}/{d}/analysis/{name}.parquet" for name in _ANALYSES if events or name not in _NEEDS_EVENTS]
     for run in TRAIN_RUNS:
-        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}/training.png")
+        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['workers']}/training.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:

@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "(plan-<workers>.png beside it unless --figure says otherwise).")
     sc.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     sc.add_argument("--predictor", type=Path, required=True, help="the profile stage's predictor.json")
-    sc.add_argument("--model", required=True, help="tgcn, evolvegcn_o, evolvegcn_h, wdgcn, mpnn_lstm or gcrn")
+    sc.add_argument("--model", required=True, help="a model registered in dynagnn.models.MODELS (e.g. tgcn)")
     sc.add_argument("--workers", type=int, required=True, help="workers (devices) to plan for")
     sc.add_argument("--out", type=Path, help="the plan (JSON); required unless --check")
     sc.add_argument("--window", type=int, default=4, help="snapshots per group, l (the training window; default 4)")
@@ -138,17 +138,27 @@ def _parser() -> argparse.ArgumentParser:
                     help="instead of planning, load PLAN, check it is for this store, model and worker count, "
                          "and print its predicted figures")
 
-    tr = sub.add_parser("train", help="train a dynamic GNN on a store with one strategy",
-                        description="Train one model with one strategy on a snapshot store: windows of "
-                                    "--window snapshots, Adam, evaluation on held-out time steps, early "
-                                    "stopping. Writes metrics.parquet (per epoch), timings.parquet (per "
-                                    "epoch and phase), model.pt (best epoch) and training.png in --out-dir. "
+    tr = sub.add_parser("train", help="train a dynamic GNN on a store with one strategy, on one or many workers",
+                        description="Train one model with one strategy on a snapshot store: steps of "
+                                    "--batch-windows windows of --window snapshots, Adam, evaluation on "
+                                    "held-out time steps, early stopping. Writes metrics.parquet (per epoch), "
+                                    "timings.parquet (per epoch, worker and phase), comm.parquet (bytes per "
+                                    "epoch, worker and collective), model.pt (best epoch) and training.png in "
+                                    "--out-dir. Strategies: sequential (1 worker), vertex (vertices split by "
+                                    "METIS or hash, halo exchange), snapshot (ESDG: a step's snapshots split, "
+                                    "two all-to-alls per layer). --workers N spawns N local processes (gloo on "
+                                    "CPU, nccl on GPU); under torchrun the process joins torchrun's group "
+                                    "instead (torchrun --nnodes M --nproc-per-node P -m dynagnn train ...). "
                                     "Options come from --options (JSON, what the workflow passes), then "
                                     "from the flags below, which win.")
     tr.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     tr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs")
     tr.add_argument("--model", help="tgcn, evolvegcn_o, evolvegcn_h, wdgcn, mpnn_lstm or gcrn (default tgcn)")
-    tr.add_argument("--strategy", help="training strategy (default sequential)")
+    tr.add_argument("--strategy", help="sequential (default), vertex or snapshot")
+    tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
+                                                 "whose WORLD_SIZE wins)")
+    tr.add_argument("--batch-windows", type=int, help="windows per optimiser step, B (default 1)")
+    tr.add_argument("--partitioner", choices=("metis", "hash"), help="vertex strategy: vertex split (default metis)")
     tr.add_argument("--options", help="training options as a JSON object (keys of config.yaml's train section)")
     tr.add_argument("--task", choices=("auto", "link", "classify", "regress"),
                     help="default auto: classify with integer labels, regress with float labels, else link")
@@ -159,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--checkpoint-blocks", type=int, help="ESDG time blocks per window; 1 = no checkpointing")
     tr.add_argument("--transfer", choices=("full", "diff"), help="snapshot transfer: full or ESDG graph difference")
     tr.add_argument("--device", help="cpu (default), cuda or cuda:N")
-    tr.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    tr.add_argument("--threads", type=int, help="torch intra-op threads per worker process (default: one "
+                                                 "process: torch's choice; several: the cores divided among them)")
     tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
 
@@ -275,7 +286,7 @@ def cmd_schedule(args) -> None:
 
 
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
-               "transfer", "device", "threads", "seed")
+               "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner")
 
 
 def cmd_train(args) -> None:
@@ -293,7 +304,10 @@ def cmd_train(args) -> None:
     options.update({k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None})
     config = TrainConfig.from_dict(options)
     t0 = time.perf_counter()
-    metrics, _ = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet)
+    result = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet)
+    if result is None:  # a rank other than 0 of a torchrun job: rank 0 reports and draws
+        return
+    metrics, _ = result
     best = metrics[metrics["best"]].iloc[0]
     log.info("%s/%s: %d epochs in %.1fs; best epoch %d: %s", config.model, config.strategy, len(metrics),
              time.perf_counter() - t0, int(best["epoch"]),

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, CostError, did_you_mean
+from ..models import MODELS
 
-MODEL_NAMES = ("tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn", "cdgcn", "tmgcn")
 
 Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
 ELEMENTWISE: tuple[str, ...] = ("elementwise", "sigmoid", "tanh")  # [N, F] -> [N, F] operators, one width
@@ -87,12 +87,9 @@ class ModelCalls:
     hidden: int
 
     def __post_init__(self):
-        if self.name not in MODEL_NAMES:
-            import difflib
-
-            close = difflib.get_close_matches(str(self.name), MODEL_NAMES, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"model: unknown model {self.name!r}{hint}; known: {', '.join(MODEL_NAMES)}")
+        if self.name not in MODELS:
+            raise ConfigError(f"model: unknown model {self.name!r}{did_you_mean(self.name, MODELS)}; "
+                              f"known: {', '.join(MODELS)}")
         if int(self.in_dim) <= 0 or int(self.hidden) <= 0:
             raise ConfigError(f"model {self.name}: in_dim and hidden must be positive, got {self.in_dim}, {self.hidden}")
 
@@ -122,11 +119,12 @@ class ModelCalls:
 
             return (_gcn("layer0", f, h, False) + _ew("layer0.relu", h) + _m_transform("layer0.m", h, DEFAULT_W)
                     + _gcn("layer1", h, h, True) + _m_transform("layer1.m", h, DEFAULT_W))
-        # gcrn: input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
-        return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
-                + _ew("z.sum", h) + _sigmoid("z.sigmoid", h) + _ew("r.sum", h) + _sigmoid("r.sigmoid", h)
-                + _ew("r.times_h", h) + _gcn("conv_hh", h, h, True, bias=False) + _ew("cand.sum", h)
-                + _tanh("cand.tanh", h) + _ew("out", h, h, h, h))  # z ⊙ H, 1 - z, (1 - z) ⊙ h~, sum
+        if self.name == "gcrn":  # input filters GCN(F -> 3H), hidden filters GCN(H -> 2H) and GCN(H -> H) on r ⊙ H
+            return (_gcn("conv_x", f, 3 * h, False) + _gcn("conv_h", h, 2 * h, True, bias=False)
+                    + _ew("z.sum", h) + _sigmoid("z.sigmoid", h) + _ew("r.sum", h) + _sigmoid("r.sigmoid", h)
+                    + _ew("r.times_h", h) + _gcn("conv_hh", h, h, True, bias=False) + _ew("cand.sum", h)
+                    + _tanh("cand.tanh", h) + _ew("out", h, h, h, h))  # z ⊙ H, 1 - z, (1 - z) ⊙ h~, sum
+        raise CostError(f"model {self.name}: registered in dynagnn.models but has no operator call list here")
 
     def required_operators(self) -> set[str]:
         return {c[0] for c in self.calls()}
