@@ -1,4 +1,10 @@
-# Analyze: per-snapshot statistics of a store on Dask, and the load-variation figure.
+# Analyze: the analysis stage's six rules, each `python -m dynagnn stats|analyze` on one store, on Dask.
+#   stats       per-snapshot statistics and the load-variation figure
+#   reuse       PiPAD's frame overlap and the snapshot formats (sliced CSR, ESDG's graph difference)
+#   redundancy  Sven's temporal redundancy of event batches (stores with an event stream only)
+#   partitions  quality of every vertex and temporal partitioner
+#   cache       BGL's cache hit ratio per policy and size
+#   volume      modelled against counted communication volume of each partitioning
 
 
 rule stats:
