@@ -1,4 +1,6 @@
-# Train: one model with one strategy on one dataset's store -> metrics, timings, model, figure.
+# Train: one model with one strategy on one dataset's store on `workers` processes
+# -> metrics, timings, bytes per collective, model, figure under <dataset>/<model>/<strategy>-<workers>/.
+# The job holds one core per worker; each worker process runs one torch thread.
 import os
 
 
@@ -6,20 +8,21 @@ rule train:
     input:
         store=f"{RESULTS}/{{dataset}}/store.zarr",
     output:
-        metrics=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}/metrics.parquet",
-        timings=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}/timings.parquet",
-        model=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}/model.pt",
+        metrics=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/metrics.parquet",
+        timings=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/timings.parquet",
+        comm=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/comm.parquet",
+        model=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/model.pt",
         figure=report(
-            f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}/training.png",
+            f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/training.png",
             caption="../workflow/report/training.rst",
             category="Training",
             subcategory="{dataset}",
         ),
     log:
-        f"{RESULTS}/logs/train/{{dataset}}/{{model}}/{{strategy}}.log",
+        f"{RESULTS}/logs/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train/{{dataset}}/{{model}}/{{strategy}}.tsv"
-    threads: 1
+        f"{RESULTS}/benchmarks/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}.tsv"
+    threads: lambda wildcards: int(wildcards.workers)
     params:
         options=train_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
@@ -27,4 +30,4 @@ rule train:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
-        "--threads {threads} > {log:q} 2>&1"
+        "--workers {wildcards.workers} --threads 1 > {log:q} 2>&1"

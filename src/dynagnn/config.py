@@ -89,8 +89,8 @@ def check_train(cfg: dict[str, Any], schema: dict[str, Any]) -> None:
 
 
 def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (dataset, model, strategy) the config trains, with its full options (section defaults
-    overridden by the run's own)."""
+    """Every (dataset, model, strategy, workers) the config trains, with its full options (section
+    defaults overridden by the run's own)."""
     section = cfg.get("train", {})
     base = {k: v for k, v in section.items() if k != "runs"}
     out = []
@@ -98,8 +98,10 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         opts = {**base, **run.get("options", {})}
         for model in run.get("models") or [opts["model"]]:
             for strategy in run.get("strategies") or [opts["strategy"]]:
-                out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
-                            "options": {**opts, "model": model, "strategy": strategy}})
+                for workers in run.get("workers") or [opts.get("workers", 1)]:
+                    out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
+                                "workers": int(workers),
+                                "options": {**opts, "model": model, "strategy": strategy, "workers": int(workers)}})
     return out
 
 

@@ -49,6 +49,8 @@ def snakemake(wd, *args):
 
 
 TRAIN_RUNS = [{"dataset": "synth", "models": ["tgcn", "evolvegcn_o"], "strategies": ["sequential"],
+               "options": {"lr": 0.02}},
+              {"dataset": "synth", "models": ["wdgcn"], "strategies": ["vertex"], "workers": [2],
                "options": {"lr": 0.02}}]
 
 TINY = {
@@ -91,7 +93,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     assert red["batch_size"].tolist() == [2, 4] and red["mean_eta1"].between(0, 1).all()
     # Training: the rule's outputs are what the library's train() gives for the same options.
     for model in TRAIN_RUNS[0]["models"]:
-        out = wd / "results" / "synth" / model / "sequential"
+        out = wd / "results" / "synth" / model / "sequential-1"
         got = pd.read_parquet(out / "metrics.parquet")
         cfg = TrainConfig(model=model, hidden=4, window=2, epochs=2, lr=0.02, threads=1)
         want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / model, cfg, progress=False)
@@ -99,7 +101,16 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
         pd.testing.assert_frame_equal(got[cols], want[cols], rtol=1e-5, atol=1e-6)
         assert (out / "training.png").exists() and (out / "model.pt").exists()
         assert set(pd.read_parquet(out / "timings.parquet")["phase"]) >= {"graph_op", "backward", "load"}
-        assert (wd / "results" / "logs" / "train" / "synth" / model / "sequential.log").exists()
+        assert (wd / "results" / "logs" / "train" / "synth" / model / "sequential-1.log").exists()
+    # Two worker processes: the same losses as one, every worker's timings, bytes per collective.
+    out = wd / "results" / "synth" / "wdgcn" / "vertex-2"
+    got = pd.read_parquet(out / "metrics.parquet")
+    cfg = TrainConfig(model="wdgcn", hidden=4, window=2, epochs=2, lr=0.02, threads=1)
+    want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / "wdgcn", cfg, progress=False)
+    np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-4)
+    assert sorted(pd.read_parquet(out / "timings.parquet")["worker"].unique()) == [0, 1]
+    comm = pd.read_parquet(out / "comm.parquet")
+    assert {"halo", "halo.backward", "gather", "grad_all_reduce"} <= set(comm["collective"])
     # Profile and schedule: the predictor of the quick grid, and per trained (dataset, model) a plan whose
     # predicted loads are build_plan's on the predictor's per-snapshot predictions.
     from dynagnn.cost.models import model_calls
@@ -108,7 +119,8 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
 
     cost = wd / "results" / "cost" / "cpu"
     predictor = Predictor.load(cost / "predictor.json")
-    assert {op for op, _ in predictor.models} == {"graph_op", "nn_op", "evolve", "elementwise", "sigmoid", "tanh"}  # tgcn's and evolvegcn_o's
+    assert {op for op, _ in predictor.models} == {"graph_op", "nn_op", "evolve", "elementwise", "sigmoid", "tanh",
+                                                     "lstm"}  # tgcn's, evolvegcn_o's and wdgcn's
     assert all(m.mape == m.mape for m in predictor.models.values())  # held-out mape recorded
     assert len(pd.read_parquet(cost / "profile.parquet")) > 0 and (cost / "predicted_vs_measured.png").exists()
     synth = open_store(wd / "results" / "synth" / "store.zarr")
