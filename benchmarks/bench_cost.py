@@ -27,7 +27,8 @@ def main(repeats: int = 5) -> dict:
     import numpy as np
     import pandas as pd
 
-    from dynagnn.cost.predictor import ModelConfig, accuracy_table, fit
+    from dynagnn.cost.fit import accuracy_table, fit
+    from dynagnn.cost.models import ModelConfig
     from dynagnn.cost.profile import medium_grid, profile_operators, write_profile
 
     threads = int(os.environ.get("DYNAGNN_BENCH_COST_THREADS", 1))
@@ -117,7 +118,7 @@ def engine_check(model_name: str = "tgcn", hidden: int = 32, repeats: int = 7, p
     import torch
 
     from dynagnn.cost.models import model_calls
-    from dynagnn.cost.predictor import fit
+    from dynagnn.cost.fit import fit
     from dynagnn.cost.profile import profile_operators
     from dynagnn.cost.stage import stage_grid
     from dynagnn.data.store import open_store

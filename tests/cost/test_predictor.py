@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dynagnn.cost.predictor import (FEATURES, PREDICTOR_VERSION, ModelConfig, OperatorModel, Predictor,
-                                    design_matrix, fit, fit_operator, nnls)
+from dynagnn.cost.fit import fit, fit_operator, nnls
+from dynagnn.cost.models import ModelConfig
+from dynagnn.cost.predictor import FEATURES, PREDICTOR_VERSION, OperatorModel, Predictor, design_matrix
 from dynagnn.cost.profile import COLUMNS, DIRECTIONS, OPERATORS, Grid
 from dynagnn.errors import ConfigError, CostError
 
@@ -285,7 +286,7 @@ def test_width_pairs_get_their_own_coefficients():
 
 
 def test_split_pools_width_pairs_too_small_to_stratify():
-    from dynagnn.cost.predictor import split_shapes
+    from dynagnn.cost.fit import split_shapes
 
     # one shape per width pair (EvolveGCN's weight step): pooled, a random quarter held out
     one = pd.DataFrame({"N": 0, "nnz": 0, "in_width": np.arange(16), "out_width": 8})

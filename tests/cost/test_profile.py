@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from dynagnn.cost.predictor import fit
+from dynagnn.cost.fit import fit
 from dynagnn.cost.profile import (COLUMNS, DIRECTIONS, OPERATORS, Grid, build_grid, profile_operators, quick_grid,
                                   random_adjacency, read_profile, write_profile)
 from dynagnn.errors import ConfigError, CostError

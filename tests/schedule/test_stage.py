@@ -56,7 +56,7 @@ def test_layer_times_account_for_every_forward_call(model):
     from tests.cost.test_predictor import synthetic_profile
 
     from dynagnn.cost.models import model_calls
-    from dynagnn.cost.predictor import fit
+    from dynagnn.cost.fit import fit
     from dynagnn.schedule.stage import layer_times
 
     pred = fit(synthetic_profile())

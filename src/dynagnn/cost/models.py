@@ -1,6 +1,6 @@
 """The operator calls of one step of each of dynagnn's models, for the cost model.
 
-:class:`~dynagnn.cost.predictor.ModelConfig` describes a plain chain (GCN layers, then one vertex
+:class:`ModelConfig` (below) describes a plain chain (GCN layers, then one vertex
 RNN). dynagnn's own models are not all chains: T-GCN's gates and candidate are two GCN layers on
 ``[X ‖ H]``, GCRN convolves the input and the hidden state separately, MPNN-LSTM stacks two LSTMs.
 :func:`model_calls` lists, for a registered model (:data:`dynagnn.models.MODELS`), exactly the
@@ -151,3 +151,66 @@ def model_widths(names, in_dims, hiddens) -> list[int]:
             for h in hiddens:
                 out |= model_calls(n, f, h).widths()
     return sorted(out)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of a GCN-RNN model, as far as its cost goes.
+
+    in_dim: node-feature width F. hidden_dims: output width of each GCN layer (its length is the
+    number of GCN layers). rnn: ``"gru"`` or ``"lstm"`` (a cell over the vertices' last GCN output,
+    WD-GCN / T-GCN / MPNN-LSTM style), ``"evolve"`` (EvolveGCN-O: each GCN layer's weight
+    ``[F_in, F_out]`` evolved by a GRU cell per snapshot) or ``"none"``. rnn_hidden: the vertex
+    RNN's hidden width (default: the last GCN width). order: ``"update_first"`` (``Â(XW)``, PyG's
+    GCNConv) or ``"aggregate_first"`` (``(ÂX)W``) for every layer, or a tuple of these per layer
+    (BLAD's operator-order manager chooses per layer).
+    """
+
+    in_dim: int
+    hidden_dims: tuple[int, ...] = (32, 32)
+    rnn: str = "gru"
+    rnn_hidden: int | None = None
+    order: str | tuple[str, ...] = "update_first"
+
+    def __post_init__(self):
+        object.__setattr__(self, "hidden_dims", tuple(int(h) for h in self.hidden_dims))
+        if int(self.in_dim) <= 0 or not self.hidden_dims or min(self.hidden_dims) <= 0:
+            raise ConfigError(f"model config needs in_dim > 0 and at least one positive GCN width, got "
+                              f"in_dim={self.in_dim}, hidden_dims={self.hidden_dims}")
+        if self.rnn not in ("gru", "lstm", "evolve", "none"):
+            raise ConfigError(f"model config: rnn must be one of gru, lstm, evolve, none, got {self.rnn!r}")
+        orders = self.layer_orders()
+        if len(orders) != len(self.hidden_dims) or any(o not in ("update_first", "aggregate_first") for o in orders):
+            raise ConfigError(f"model config: order must be 'update_first' or 'aggregate_first' (or one per "
+                              f"layer, {len(self.hidden_dims)} layers), got {self.order!r}")
+
+    def layer_orders(self) -> tuple[str, ...]:
+        return (self.order,) * len(self.hidden_dims) if isinstance(self.order, str) else tuple(self.order)
+
+    def calls(self) -> list[tuple[str, str, int, int, bool]]:
+        """The operator calls of one snapshot step: (operator, role, F_in, F_out, has_backward).
+
+        A GCN layer is an update ``nn_op(F_in -> F_out)`` and an aggregation ``graph_op`` at the width
+        it runs on (F_out after the update, F_in before it). The first layer's aggregation in
+        aggregate-first order has no backward (Â·X of input features needs no gradient); the first
+        update's backward is counted whole (dX and dW), an over-estimate of one small GEMM.
+        """
+        dims = (int(self.in_dim),) + self.hidden_dims
+        out: list[tuple[str, str, int, int, bool]] = []
+        for k, order in enumerate(self.layer_orders()):
+            fi, fo = dims[k], dims[k + 1]
+            if self.rnn == "evolve":
+                out.append(("evolve", f"layer{k}.evolve", fi, fo, True))
+            if order == "update_first":
+                out.append(("nn_op", f"layer{k}.update", fi, fo, True))
+                out.append(("graph_op", f"layer{k}.aggregate", fo, fo, True))
+            else:
+                out.append(("graph_op", f"layer{k}.aggregate", fi, fi, k > 0))
+                out.append(("nn_op", f"layer{k}.update", fi, fo, True))
+        if self.rnn in ("gru", "lstm"):
+            h = int(self.rnn_hidden or dims[-1])
+            out.append((self.rnn, "rnn", dims[-1], h, True))
+        return out
+
+    def required_operators(self) -> set[str]:
+        return {c[0] for c in self.calls()}

@@ -26,7 +26,8 @@ import pandas as pd
 from ..data.store import open_store
 from ..errors import ConfigError
 from .models import model_calls, model_widths
-from .predictor import Predictor, fit, held_out_table
+from .fit import fit, held_out_table
+from .predictor import Predictor
 from .profile import OPERATORS, Grid, build_grid, medium_grid, profile_operators, quick_grid, write_profile
 
 log = logging.getLogger(__name__)
