@@ -78,6 +78,26 @@ def train_options_json(wildcards):
                         f"{wildcards.workers} workers in config train.runs")
 
 
+def train_nodes(wildcards):
+    launch = config.get("launch", {})
+    return int(launch.get("nodes", 1)) if launch.get("torchrun") else 1
+
+
+def train_launcher(wildcards):
+    """`python -m dynagnn` locally; srun + torchrun over the job's nodes in a cluster job."""
+    launch = config.get("launch", {})
+    if not launch.get("torchrun"):
+        return "python -m dynagnn"
+    nodes, workers = train_nodes(wildcards), int(wildcards.workers)
+    if workers % nodes:
+        raise WorkflowError(f"launch.nodes {nodes} does not divide {workers} workers of "
+                            f"{wildcards.dataset}/{wildcards.model}/{wildcards.strategy}")
+    head = "$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)"
+    return (f"srun --nodes {nodes} --ntasks-per-node 1 torchrun --nnodes {nodes} "
+            f"--nproc-per-node {workers // nodes} --rdzv-backend c10d --rdzv-endpoint {head}:{launch.get('port', 29500)} "
+            f"-m dynagnn")
+
+
 def profile_models(wildcards):
     """The models of the planned and trained runs: the profile times only the operators they use."""
     return " ".join(sorted({r["model"] for r in SCHEDULE_RUNS + TRAIN_RUNS}))

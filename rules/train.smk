@@ -1,6 +1,9 @@
 # Train: one model with one strategy on one dataset's store on `workers` processes
 # -> metrics, timings, bytes per collective, model, figure under <dataset>/<model>/<strategy>-<workers>/.
-# The job holds one core per worker; each worker process runs one torch thread.
+# The job holds one core per worker; each worker process runs one torch thread. With
+# `launch: {torchrun: true, nodes: M}` (the SLURM profile) the job is M machines and srun starts one
+# torchrun per machine, which starts workers/M processes that join one group:
+#   srun torchrun --nnodes M --nproc-per-node P/M --rdzv-backend c10d --rdzv-endpoint HEAD:PORT -m dynagnn train ...
 import os
 
 
@@ -26,8 +29,11 @@ rule train:
     params:
         options=train_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
+        launcher=train_launcher,
     conda:
         "../envs/dynagnn.yaml"
+    resources:
+        nodes=lambda wildcards: train_nodes(wildcards),
     shell:
-        "python -m dynagnn train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
+        "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
         "--workers {wildcards.workers} --threads 1 > {log:q} 2>&1"
