@@ -52,9 +52,8 @@ def _trainer(path, config, baseline: bool):
     from .pyg_baseline import PygFeeder
 
     tr = Trainer(path, config, progress=False)
-    if baseline:
-        tr.feeder = PygFeeder(tr.store)
-        tr.strategy.setup(tr.model, tr.feeder)
+    if baseline:  # the same sequential strategy, fed PyG-style snapshots
+        tr.strategy.feeder = PygFeeder(tr.store)
     return tr
 
 
@@ -125,7 +124,7 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
     seconds = (time.perf_counter() - t0) / len(ts)
     peak = peak_memory_bytes(device)
     print(json.dumps({"nb": nb, "peak_above_start": peak - before, "seconds": seconds,
-                      "transfers": tr.feeder.stats["full"] + tr.feeder.stats["diff"]}))
+                      "transfers": tr.strategy.feeder.stats["full"] + tr.strategy.feeder.stats["diff"]}))
 
 
 def checkpointing(path, window: int, nbs=(1, 2, 4, 8)) -> list[dict]:
