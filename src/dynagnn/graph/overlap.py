@@ -13,7 +13,7 @@ Values do not overlap (normalisation differs per snapshot), so every snapshot ke
 value of each common edge: ``overlap_vals[i]`` float32 [n_over].
 
 Edges are int64 keys ``row * N + col``; snapshots sorted by (row, col) have sorted, distinct
-keys, so all set operations are sorted-array searches (:mod:`dynagnn.graph.sortedkeys`).
+keys, so all set operations are sorted-array searches (:mod:`dynagnn.sortedkeys`).
 """
 
 from __future__ import annotations
