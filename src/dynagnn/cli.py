@@ -153,7 +153,8 @@ def _parser() -> argparse.ArgumentParser:
                                     "from the flags below, which win.")
     tr.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     tr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs")
-    tr.add_argument("--model", help="tgcn, evolvegcn_o, evolvegcn_h, wdgcn, mpnn_lstm or gcrn (default tgcn)")
+    tr.add_argument("--model", help="a model of dynagnn.models.MODELS: tgcn (default), evolvegcn_o, evolvegcn_h, "
+                                      "wdgcn, mpnn_lstm, gcrn, cdgcn, tmgcn")
     tr.add_argument("--strategy", help="sequential (default), vertex or snapshot")
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
                                                  "whose WORLD_SIZE wins)")

@@ -1,8 +1,8 @@
 """The interface every snapshot-based dynamic GNN of dynagnn implements.
 
-A model is a recurrence over snapshots: ``h_t, state_t = step(Â_t, X_t, state_{t-1})``. The
-training engine owns the loop (so that strategies can cut it into checkpointed time blocks, frames,
-or per-worker ranges); a model owns one step. ``state`` is a tuple of tensors (RNN hidden/cell
+A model is a recurrence over snapshots: ``h_t, state_t = step(Â_t, X_t, state_{t-1})``. A training
+strategy runs the steps of a window (cut into checkpointed time blocks, frames, or per-worker
+ranges) and the engine owns the epochs; a model owns one step. ``state`` is a tuple of tensors (RNN hidden/cell
 states ``[N, H]``, or EvolveGCN's evolving weight matrices), so that
 ``torch.utils.checkpoint`` can carry it across block boundaries.
 

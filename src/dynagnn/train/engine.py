@@ -114,14 +114,6 @@ def load_host_snapshots(store: SnapshotStore) -> list:
     return [host_snapshot(r, c, w, n) for r, c, w in store.window_edges(0, store.num_snapshots)]
 
 
-def features_of(store: SnapshotStore) -> np.ndarray:
-    x = store.features()
-    if x is None:
-        raise ConfigError(f"{store.path}: the store has no node features; give the dataset a "
-                          "'features' entry (degree, identity or random) and ingest again")
-    return np.asarray(x, dtype=np.float32)
-
-
 def preflight(store: SnapshotStore, config: TrainConfig, workers: int) -> None:
     """The checks that need no worker process: a bad B, worker count or strategy fails here, at once."""
     c = config
@@ -129,7 +121,7 @@ def preflight(store: SnapshotStore, config: TrainConfig, workers: int) -> None:
     if int(c.batch_windows) < 1:
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     cls = strategy_class(c.strategy)
-    model = build_model(c.model, int(features_of(store).shape[-1]), c.hidden)
+    model = build_model(c.model, store.feature_dim(), c.hidden)
     cls.check(c, model, store.num_nodes, workers)
 
 
@@ -160,7 +152,7 @@ class Trainer:
         self.split = chronological_split(self.steps)
         self.timer = PhaseTimer(self.device)
         t0 = time.perf_counter()
-        features = features_of(self.store)
+        features = self.store.require_features()
         host = load_host_snapshots(self.store)
         self.load_seconds = time.perf_counter() - t0
         self.in_dim = int(features.shape[-1])

@@ -19,7 +19,6 @@ separate buffer (a copy), so the same code runs and is tested without one.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -27,7 +26,8 @@ import numpy as np
 import torch
 
 from dynagnn.graph import diff as gd
-from dynagnn.graph.csr import Adjacency, is_symmetric
+from dynagnn.graph.csr import Adjacency, csr_matrix, is_symmetric
+from dynagnn.sortedkeys import row_offsets
 from dynagnn.timing import PhaseTimer
 
 MODES = ("full", "diff")
@@ -50,15 +50,8 @@ class HostSnapshot:
 
 def host_snapshot(row, col, weight, num_nodes: int) -> HostSnapshot:
     keys, v, r = gd.adjacency_keys(row, col, weight, num_nodes)
-    crow = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=num_nodes), out=crow[1:])
+    crow = row_offsets(r, num_nodes)
     return HostSnapshot(keys, v, crow, is_symmetric(r, keys - r * np.int64(num_nodes), v, num_nodes))
-
-
-def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n: int, symmetric: bool) -> Adjacency:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return Adjacency(torch.sparse_csr_tensor(crow, col, val, size=(n, n), check_invariants=False), symmetric)
 
 
 def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor,
@@ -72,7 +65,7 @@ def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.
     row = torch.div(keys, num_nodes, rounding_mode="floor")
     crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=keys.device)
     crow[1:] = torch.cumsum(torch.bincount(row, minlength=num_nodes), 0)
-    return _csr(crow, keys - row * num_nodes, values, num_nodes, symmetric), keys
+    return Adjacency(csr_matrix(crow, keys - row * num_nodes, values, num_nodes), symmetric), keys
 
 
 class SnapshotFeeder:
@@ -139,7 +132,7 @@ class SnapshotFeeder:
         self._count("full", gd.full_bytes(snap.nnz, n))
         crow = self._send(snap.crow)
         col = self._send(snap.keys % np.int64(n))
-        adj = _csr(crow, col, self._send(snap.values), n, snap.symmetric)
+        adj = Adjacency(csr_matrix(crow, col, self._send(snap.values), n), snap.symmetric)
         keys = None
         if self.mode == "diff":
             # the device derives keys from its CSR rather than receiving them twice

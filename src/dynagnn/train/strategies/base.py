@@ -86,3 +86,18 @@ class Strategy:
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         raise NotImplementedError
+
+    def backward_windows(self, ends: Sequence[int], scale: float = 1.0) -> float:
+        """For each window: its loss / B from :meth:`embed`, back-propagated (times ``scale``) at once,
+        so memory holds one window's activations whatever B is. Returns the step's loss (a
+        non-finite one as soon as it appears, for the engine to stop on)."""
+        run = self.run
+        total = 0.0
+        for t, ts in zip(ends, run.windows(ends)):
+            loss = run.task.loss(run.head, self.embed(ts), t, run.epoch) / len(ends)
+            if not torch.isfinite(loss):
+                return float(loss.detach())
+            with run.timer.phase("backward"):
+                (loss * scale if scale != 1.0 else loss).backward()
+            total += float(loss.detach())
+        return total

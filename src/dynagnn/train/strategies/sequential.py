@@ -54,13 +54,4 @@ class Sequential(Strategy):
         return h
 
     def train_step(self, ends: Sequence[int]) -> float:
-        run = self.run
-        total = 0.0
-        for t, ts in zip(ends, run.windows(ends)):
-            loss = run.task.loss(run.head, self.embed(ts), t, run.epoch) / len(ends)
-            if not torch.isfinite(loss):
-                return float(loss.detach())
-            with run.timer.phase("backward"):
-                loss.backward()
-            total += float(loss.detach())
-        return total
+        return self.backward_windows(ends)

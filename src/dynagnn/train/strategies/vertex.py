@@ -164,15 +164,7 @@ class VertexPartition(Strategy):
         return self._gathered(self._local(ts))
 
     def train_step(self, ends: Sequence[int]) -> float:
-        run = self.run
-        P = run.ctx.world_size
-        total = 0.0
-        for t, ts in zip(ends, run.windows(ends)):
-            loss = run.task.loss(run.head, self.embed(ts), t, run.epoch) / len(ends)
-            if not torch.isfinite(loss):
-                return float(loss.detach())
-            with run.timer.phase("backward"):
-                (loss / P).backward()
-            total += float(loss.detach())
-        run.comm.all_reduce_grads(run.parameters())
-        return total
+        # every worker computes the same full loss: each back-propagates 1/P of it
+        loss = self.backward_windows(ends, 1.0 / self.run.ctx.world_size)
+        self.run.comm.all_reduce_grads(self.run.parameters())
+        return loss
