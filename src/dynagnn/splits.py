@@ -29,12 +29,17 @@ def check_split(n: int, parts: int) -> tuple[int, int]:
     return n, parts
 
 
+def even_sizes(n: int, parts: int) -> list[int]:
+    """Part sizes of the even split of ``n`` items into ``parts`` contiguous parts, the first n mod P
+    one larger; parts beyond ``n`` are empty (a training step with fewer snapshots than workers)."""
+    q, r = divmod(int(n), int(parts))
+    return [q + (i < r) for i in range(int(parts))]
+
+
 def even_bounds(n: int, parts: int) -> np.ndarray:
     """int64 [P+1] cut points of the even split of ``n`` items into ``parts`` non-empty parts."""
     n, parts = check_split(n, parts)
-    sizes = np.full(parts, n // parts, dtype=np.int64)
-    sizes[: n % parts] += 1
-    return np.concatenate([[0], np.cumsum(sizes)])
+    return np.concatenate([[0], np.cumsum(even_sizes(n, parts))]).astype(np.int64)
 
 
 def even_ranges(n: int, parts: int) -> list[tuple[int, int]]:

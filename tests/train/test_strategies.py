@@ -1,18 +1,14 @@
 """Every strategy computes the sequential strategy's step: same loss and gradients with the same B,
 on 2 gloo processes and on 1; its counted bytes equal the closed forms of analysis/commvolume.py."""
 
-import numpy as np
 import pytest
 import torch
 
 from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
 from dynagnn.data.store import open_store
-from dynagnn.dist.context import DistContext
-from dynagnn.dist.comm import Comm
 from dynagnn.dist.testing import run_on
-from dynagnn.errors import ConfigError
-from dynagnn.train.engine import TrainConfig, Trainer, train
-from dynagnn.train.strategies.vertex import local_snapshot
+from dynagnn.train.engine import TrainConfig, Trainer
+from dynagnn.train.strategies.vertex import vertex_parts
 
 from .conftest import small_store
 
@@ -97,32 +93,20 @@ def test_one_worker_is_sequential(stores, strategy, model):
 
 
 def test_vertex_halo_bytes_equal_the_closed_form(stores):
-    """T-GCN ("xh", aggregate-first as F+H > ... ) aggregates two inputs per snapshot; each halo moves
-    Σ_v λ_t(v) rows of the aggregated width, the count of commvolume on the transposed edges."""
+    """WD-GCN aggregates once per snapshot; F = 6 > H = 5, so it updates first and aggregates H
+    columns. Each halo moves Σ_v λ_t(v) rows, commvolume's count on the transposed edges (the owner
+    of column v sends to the parts of the rows that read it), forward and again backward."""
     store_path = stores["directed"]
     r0, r1 = run_on(2, _steps, store_path, ["wdgcn"], "vertex", {"partitioner": "hash"}, timeout=300)
-    store = open_store(store_path)
-    tr = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False)
-    parts = _parts(store_path, "hash")
-    N = store.num_nodes
-    ts = sorted({t for e in ENDS for t in range(e - 2, e + 1)})
-    per_window = [list(range(e - 2, e + 1)) for e in ENDS]
-    edges = {t: (tr.run.host[t].keys // N, tr.run.host[t].keys % N) for t in ts}
-    # WD-GCN: one aggregation per snapshot; F=6 -> H=5 is narrower, so update-first aggregates H columns
-    width = HIDDEN
-    rows = sum(count_vertex_volume([(edges[t][1], edges[t][0])], N, parts, 2) for w in per_window for t in w)
-    halo = r0["wdgcn"][3]["halo"][0] + r1["wdgcn"][3]["halo"][0]
-    back = r0["wdgcn"][3]["halo.backward"][0] + r1["wdgcn"][3]["halo.backward"][0]
-    # the step (forward + backward of both windows) then the evaluation window (forward only)
-    assert halo == rows * width * 4
-    assert back == rows * width * 4
-    assert ts
-
-
-def _parts(store_path, method):
-    from dynagnn.train.strategies.vertex import vertex_parts
-    tr = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False)
-    return vertex_parts(method, tr.run.host, tr.store.num_nodes, 2, 0)
+    host = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False).run.host
+    N = open_store(store_path).num_nodes
+    parts = vertex_parts("hash", host, N, 2, 0)
+    windows = [range(e - 2, e + 1) for e in ENDS]
+    rows = sum(count_vertex_volume([(host[t].keys % N, host[t].keys // N)], N, parts, 2)
+               for w in windows for t in w)
+    counts = [r0["wdgcn"][3], r1["wdgcn"][3]]   # the training step only
+    assert sum(c["halo"][0] for c in counts) == rows * HIDDEN * 4
+    assert sum(c["halo.backward"][0] for c in counts) == rows * HIDDEN * 4
 
 
 def test_snapshot_redistribution_bytes_equal_esdg_exact_form(stores):

@@ -135,7 +135,7 @@ class Comm:
         offset = 0
         for p in params:
             n = p.numel()
-            p.grad = flat[offset:offset + n].view_as(p).clone()
+            p.grad = flat[offset:offset + n].view_as(p)
             offset += n
 
     def broadcast(self, t: torch.Tensor, src: int = 0, name: str = "broadcast") -> torch.Tensor:

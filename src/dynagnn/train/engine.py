@@ -114,14 +114,16 @@ def load_host_snapshots(store: SnapshotStore) -> list:
     return [host_snapshot(r, c, w, n) for r, c, w in store.window_edges(0, store.num_snapshots)]
 
 
-def preflight(store: SnapshotStore, config: TrainConfig, workers: int) -> None:
-    """The checks that need no worker process: a bad B, worker count or strategy fails here, at once."""
+def preflight(store: SnapshotStore, config: TrainConfig, workers: int, model=None) -> None:
+    """The checks that need no worker process: a bad B, worker count or strategy fails here, at once
+    (``model``: the run's, else one is built to be checked)."""
     c = config
     check_workers(workers)
     if int(c.batch_windows) < 1:
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     cls = strategy_class(c.strategy)
-    model = build_model(c.model, store.feature_dim(), c.hidden)
+    if model is None:
+        model = build_model(c.model, store.feature_dim(), c.hidden)
     cls.check(c, model, store.num_nodes, workers)
 
 
@@ -143,7 +145,6 @@ class Trainer:
         self.device = self.ctx.device
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"device {c.device!r} requested but this torch has no CUDA device")
-        preflight(self.store, c, self.ctx.world_size)
         _seed_all(c.seed)
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
         task_name = infer_task(self.store) if c.task == "auto" else c.task
@@ -157,6 +158,7 @@ class Trainer:
         self.load_seconds = time.perf_counter() - t0
         self.in_dim = int(features.shape[-1])
         self.model = build_model(c.model, self.in_dim, c.hidden).to(self.device)
+        preflight(self.store, c, self.ctx.world_size, self.model)
         self.head = self.task.head(self.model.out_dim).to(self.device)
         self.run = Run(self.store, self.task, self.model, self.head, self.timer, self.ctx, self.comm, host,
                        features, c.window, c.batch_windows,
@@ -171,7 +173,7 @@ class Trainer:
         self.fingerprint = c.fingerprint(self.store.checksum, self.in_dim)
 
     def window(self, t: int) -> list[int]:
-        return list(range(t - self.config.window + 1, t + 1))
+        return self.run.windows([t])[0]
 
     def step_ends(self) -> list[list[int]]:
         """The training windows' end snapshots cut into steps of B (the last step may be shorter)."""

@@ -38,16 +38,10 @@ import torch
 from dynagnn.errors import ConfigError
 from dynagnn.models.base import StackedGNN
 from dynagnn.models.evolvegcn import EvolveGCNO
+from dynagnn.splits import even_sizes
 from dynagnn.timing import section
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
-
-
-def contiguous_sizes(n: int, parts: int) -> list[int]:
-    """Sizes of ``parts`` contiguous ranges of ``n`` items, the first n mod P one larger; a part may
-    be empty when parts > n (ESDG's even split when parts <= n)."""
-    q, r = divmod(int(n), int(parts))
-    return [q + (i < r) for i in range(int(parts))]
 
 
 def serves(model) -> bool:
@@ -79,7 +73,7 @@ class SnapshotPartition(Strategy):
         super().setup(run)
         P = run.ctx.world_size
         self.model = run.model
-        self.vsizes = contiguous_sizes(run.num_nodes, P)
+        self.vsizes = even_sizes(run.num_nodes, P)
         self.voff = np.concatenate([[0], np.cumsum(self.vsizes)]).tolist()
         self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device,
                                      run.options.get("transfer", "full"), None, run.timer)
@@ -101,7 +95,7 @@ class SnapshotPartition(Strategy):
         return out
 
     def _mine(self, items: list[tuple[int, int]]) -> tuple[int, int, list[int]]:
-        sizes = contiguous_sizes(len(items), self.run.ctx.world_size)
+        sizes = even_sizes(len(items), self.run.ctx.world_size)
         a = sum(sizes[:self.run.ctx.rank])
         return a, a + sizes[self.run.ctx.rank], sizes
 
@@ -174,12 +168,11 @@ class SnapshotPartition(Strategy):
     def _forward(self, windows):
         return self._stacked(windows) if self.stacked else self._evolve(windows)
 
-    def _broadcast_from_owner(self, ends: dict, windows) -> torch.Tensor | None:
-        """The one window's embedding, sent by its owner to rank 0 (evaluation)."""
+    def _to_rank0(self, ends: dict, num_items: int) -> torch.Tensor | None:
+        """The one window's embedding, sent by the owner of its last item to rank 0 (evaluation)."""
         comm, run = self.run.comm, self.run
-        items = [(0, t) for t in windows[0]]
-        sizes = contiguous_sizes(len(items), run.ctx.world_size)
-        owner = int(np.searchsorted(np.cumsum(sizes), len(items) - 1, side="right"))
+        sizes = even_sizes(num_items, run.ctx.world_size)
+        owner = int(np.searchsorted(np.cumsum(sizes), num_items - 1, side="right"))
         if owner == 0:
             return ends.get(0)
         if run.ctx.rank == owner:
@@ -194,7 +187,7 @@ class SnapshotPartition(Strategy):
         ends, _ = self._forward([list(ts)])
         if not self.run.ctx.distributed:
             return ends[0]
-        return self._broadcast_from_owner(ends, [list(ts)])
+        return self._to_rank0(ends, len(ts))
 
     def train_step(self, ends: Sequence[int]) -> float:
         run = self.run

@@ -34,7 +34,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph.csr import Adjacency, _SpMM, csr_matrix
 from dynagnn.graph.partition import hash_partition, metis_partition
 from dynagnn.models.evolvegcn import EvolveGCNH
-from dynagnn.sortedkeys import unique_sorted
+from dynagnn.sortedkeys import row_offsets, unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
 from dynagnn.train.strategies.base import Run, Strategy
@@ -79,35 +79,40 @@ def vertex_parts(method: str, host: list, num_nodes: int, workers: int, seed: in
     raise ConfigError(f"partitioner {method!r}: the vertex strategy splits by one of {', '.join(PARTITIONERS)}")
 
 
-def local_snapshot(snap, num_nodes: int, parts: np.ndarray, rank: int, workers: int):
-    """Worker ``rank``'s rows of one snapshot: (crow, col, values, n_cols) of the local CSR and its
-    HaloPlan (see the module docstring for the column order)."""
-    n = np.int64(num_nodes)
+def local_index(parts: np.ndarray, rank: int) -> np.ndarray:
+    """int64 [N]: each of ``rank``'s vertices' local row (ascending global id), -1 for the others."""
     own = np.flatnonzero(parts == rank)
-    local = np.full(num_nodes, -1, dtype=np.int64)
+    local = np.full(parts.size, -1, dtype=np.int64)
     local[own] = np.arange(own.size)
-    r, c = snap.keys // n, snap.keys % n
-    pr, pc = parts[r], parts[c]
-    mine = pr == rank
-    r, c, v, pc = r[mine], c[mine], snap.values[mine], pc[mine]
+    return local
+
+
+def local_snapshot(snap, num_nodes: int, parts: np.ndarray, rank: int, workers: int, local: np.ndarray):
+    """Worker ``rank``'s rows of one snapshot: (crow, col, values, n_cols) of the local CSR and its
+    HaloPlan (see the module docstring for the column order); ``local`` is :func:`local_index`."""
+    n = np.int64(num_nodes)
+    n_own = int(np.count_nonzero(local >= 0))
+    r_all, c_all = snap.keys // n, snap.keys % n
+    pr_all, pc_all = parts[r_all], parts[c_all]
+    mine = pr_all == rank
+    r, c, v, pc = r_all[mine], c_all[mine], snap.values[mine], pc_all[mine]
     remote = pc != rank
     # halo columns ordered by (owner, global id): one sort of owner·N + id
     halo_keys = unique_sorted(pc[remote] * n + c[remote])
     halo_ids = halo_keys % n
     recv_counts = np.bincount(halo_keys // n, minlength=workers)
     lcol = local[c]
-    lcol[remote] = own.size + np.searchsorted(halo_keys, pc[remote] * n + c[remote])
+    lcol[remote] = n_own + np.searchsorted(halo_keys, pc[remote] * n + c[remote])
     lrow = local[r]
     order = np.lexsort((lcol, lrow))
     lrow, lcol, v = lrow[order], lcol[order], v[order]
-    crow = np.zeros(own.size + 1, dtype=np.int64)
-    np.cumsum(np.bincount(lrow, minlength=own.size), out=crow[1:])
+    crow = row_offsets(lrow, n_own)
     # what the others read of mine: column c owned here, in a row owned by q != rank
-    sends = (parts[snap.keys % n] == rank) & (parts[snap.keys // n] != rank)
-    send_keys = unique_sorted(parts[snap.keys[sends] // n] * n + snap.keys[sends] % n)
+    sends = (pc_all == rank) & ~mine
+    send_keys = unique_sorted(pr_all[sends] * n + c_all[sends])
     send_counts = np.bincount(send_keys // n, minlength=workers)
     plan = HaloPlan(torch.from_numpy(local[send_keys % n]), send_counts.tolist(), recv_counts.tolist())
-    return (crow, lcol, v.astype(np.float32), own.size + halo_ids.size), plan
+    return (crow, lcol, v.astype(np.float32), n_own + halo_ids.size), plan
 
 
 class VertexPartition(Strategy):
@@ -131,6 +136,7 @@ class VertexPartition(Strategy):
         P, rank, N = ctx.world_size, ctx.rank, run.num_nodes
         self.parts = vertex_parts(o.get("partitioner", "metis"), run.host, N, P, int(o.get("seed", 0)))
         self.own = np.flatnonzero(self.parts == rank)
+        local = local_index(self.parts, rank)
         self.counts = np.bincount(self.parts, minlength=P).tolist()
         # the gathered rows come rank by rank; this index puts them back in vertex order
         order = np.concatenate([np.flatnonzero(self.parts == q) for q in range(P)])
@@ -140,7 +146,7 @@ class VertexPartition(Strategy):
         self.adj = []
         with run.timer.phase("transfer"):
             for snap in run.host:
-                (crow, col, val, ncols), plan = local_snapshot(snap, N, self.parts, rank, P)
+                (crow, col, val, ncols), plan = local_snapshot(snap, N, self.parts, rank, P, local)
                 m = csr_matrix(crow, col, val, len(self.own), ncols).to(run.device)
                 self.adj.append(HaloAdjacency(m, plan.to(run.device), run.comm))
             x = torch.from_numpy(np.ascontiguousarray(run.features[..., self.own, :], dtype=np.float32))
