@@ -61,6 +61,21 @@ def test_uneven_all_to_all_values_gradients_and_bytes():
     assert c0["redistribute.backward"] == (1 * 3 * 4, 1) and c1["redistribute.backward"] == (3 * 3 * 4, 1)
 
 
+def _nothing_to_send(ctx, comm):
+    # rank 1 holds no rows (a worker without items of a short step): it only receives
+    x = torch.arange(6, dtype=torch.float32).view(3, 2) if ctx.rank == 0 else torch.zeros(0, 2)
+    send = [1, 2] if ctx.rank == 0 else [0, 0]
+    recv = [1, 0] if ctx.rank == 0 else [2, 0]
+    return comm.all_to_all(x, send, recv, "r"), comm.take_counts()
+
+
+def test_a_worker_with_no_rows_takes_part():
+    (y0, c0), (y1, c1) = run_on(2, _nothing_to_send)
+    assert torch.equal(y0, torch.tensor([[0.0, 1.0]]))
+    assert torch.equal(y1, torch.tensor([[2.0, 3.0], [4.0, 5.0]]))
+    assert c0["r"] == (2 * 2 * 4, 1) and c1["r"] == (0, 1)
+
+
 def _halo(ctx, comm):
     # global rows 0..5, rank 0 owns [0, 2, 4], rank 1 owns [1, 3, 5]
     own = [0, 2, 4] if ctx.rank == 0 else [1, 3, 5]

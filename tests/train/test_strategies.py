@@ -19,8 +19,8 @@ HIDDEN = 5
 
 
 def config(model, strategy, workers, **kw):
-    return TrainConfig(model=model, strategy=strategy, hidden=HIDDEN, window=3, epochs=1,
-                       batch_windows=len(ENDS), workers=workers, **kw)
+    return TrainConfig(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": 3, "epochs": 1,
+                          "batch_windows": len(ENDS), "workers": workers, **kw})
 
 
 def one_step(store, cfg, ctx=None, comm=None):
@@ -83,6 +83,15 @@ def test_vertex_hash_partition_on_a_directed_store(stores):
     for m in ref:
         assert_same_step(r0[m], ref[m])
         assert_same_step(r1[m], ref[m][:2] + (None, None))
+
+
+def test_snapshot_worker_without_items(stores):
+    """Windows of one snapshot: the step's 2 items give each worker one, the evaluation window's
+    single item leaves rank 1 with none; it still joins every all-to-all."""
+    ref = one_step(stores["link"], config("wdgcn", "sequential", 1, window=1))
+    r0, r1 = run_on(2, _steps, stores["link"], ["wdgcn"], "snapshot", {"window": 1}, timeout=300)
+    assert_same_step(r0["wdgcn"], ref)
+    assert_same_step(r1["wdgcn"], ref[:2] + (None, None))
 
 
 @pytest.mark.parametrize("strategy,model", [("vertex", "gcrn"), ("vertex", "mpnn_lstm"),

@@ -23,6 +23,7 @@ elements cut into P chunks, worker i sends chunk (i−s) mod P in reduce-scatter
 from __future__ import annotations
 
 import contextlib
+import math
 import pickle
 from collections import defaultdict
 from dataclasses import dataclass
@@ -195,7 +196,7 @@ class Comm:
         out = x.new_empty((sum(recv_counts), *x.shape[1:]))
         with self._timed():
             dist.all_to_all_single(out, x, recv_counts, send_counts, group=self.group)
-        row = x[0].numel() * x.element_size() if x.dim() > 1 else x.element_size()
+        row = math.prod(x.shape[1:]) * x.element_size()  # x may have no rows to send
         self.count(name, (sum(send_counts) - send_counts[self.rank]) * row)
         return out
 

@@ -250,7 +250,7 @@ def _failure(procs, failures: dict[int, tuple[str, Any]]) -> Exception:
             return _user_error(*payload)
     for r, (kind, payload) in sorted(failures.items()):
         if kind == "died":
-            return DistError(f"worker {r} {_exit_reason(procs[r].exitcode)} in the middle of training; "
+            return DistError(f"worker {r} {_exit_reason(procs[r].exitcode)} without reporting an error; "
                              f"the other {len(procs) - 1} worker(s) were stopped and nothing was written")
     crashes = sorted(failures.items(), key=lambda kv: _peer_error(kv[1][1][0]))
     r, (_, (last, tb)) = crashes[0]
