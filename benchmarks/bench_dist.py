@@ -11,10 +11,8 @@ is warm-up) sets the epochs of the timed runs.
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 
-import numpy as np
 import pandas as pd
 
 from .bench_train import collegemsg_store, synthetic_store

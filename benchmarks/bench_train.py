@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 from .common import bench_dir
 

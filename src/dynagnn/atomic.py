@@ -4,8 +4,9 @@ Every writer of the library goes through here (DESIGN.md, "Errors": nothing half
 behind). A writer is a function ``write(tmp_path)`` that writes what it would write to the final path
 to ``tmp_path`` instead; :func:`write_all` calls each writer with a temporary sibling of its target
 (``.<name>.tmp-<pid>-<random>``, in the same folder, so that the rename is atomic), and renames the
-temporaries over the targets only once every writer has succeeded. On any error every temporary is
-removed and the targets are left as they were.
+temporaries over the targets only once every writer has succeeded. An error in a writer removes every
+temporary and leaves every target as it was. Each rename is atomic, the set of renames is not: a
+crash (not an error) between two of them leaves some targets new and some old, never one half-written.
 
 A directory target (the Zarr store) is replaced by renaming the old one aside first; that is two
 renames, so a crash between them leaves the new directory under its temporary name and no target,
@@ -46,8 +47,8 @@ def _replace(tmp: Path, path: Path) -> None:
 
 
 def write_all(files: Mapping[str | Path, Writer]) -> list[Path]:
-    """Write every ``{target: writer}`` through a temporary sibling, then rename them all: all or
-    nothing. Parent folders are created. Returns the targets, in the mapping's order."""
+    """Write every ``{target: writer}`` through a temporary sibling, then rename them all: a
+    failing writer changes no target. Parent folders are created. Returns the targets, in the mapping's order."""
     tmps: dict[Path, Path] = {}
     try:
         for target, writer in files.items():

@@ -272,7 +272,7 @@ def cmd_schedule(args) -> None:
         raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
-                          memory_bytes=args.memory_gb * 2**30, out=args.out)
+                          memory_bytes=args.memory_gb * 2**30)
     s = plan.summary()
     log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
              "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,
@@ -284,6 +284,7 @@ def cmd_schedule(args) -> None:
     figure = args.figure or args.out.with_name(f"plan-{args.workers}.png")
     plan_loads(plan, figure, title=f"{plan.dataset}: {plan.model}, {plan.num_workers} workers, "
                                    f"groups of {plan.group_len}")
+    plan.save(args.out)  # last: the plan's presence means the stage (figure included) is complete
 
 
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",

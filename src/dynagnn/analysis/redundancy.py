@@ -174,3 +174,14 @@ def batch_redundancy(events, num_nodes: int, batch_sizes=DEFAULT_BATCH_SIZES, k:
             "eta2": fit_reciprocal(out.loc[have, "batch_size"], out.loc[have, "mean_eta2"]),
         }
     return out
+
+
+def redundancy_table(store_path, client, batch_sizes=DEFAULT_BATCH_SIZES, k: int = 10) -> pd.DataFrame:
+    """:func:`batch_redundancy` of a store's event stream, one Dask task per batch size (the events
+    are scattered once and shared by the tasks)."""
+    from dynagnn.data.store import open_store
+
+    store = open_store(store_path)
+    ev = client.scatter(store.events(), broadcast=True)
+    futures = [client.submit(batch_redundancy, ev, store.num_nodes, [bs], k=k, pure=False) for bs in batch_sizes]
+    return pd.concat([f.result() for f in futures], ignore_index=True)

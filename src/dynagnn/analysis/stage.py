@@ -16,9 +16,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -103,14 +106,9 @@ def _table(part: str, store_path: str, store, client, o: AnalysisOptions, progre
                             window=o.volume_window, partitioners=o.volume_partitioners,
                             batch_size=o.volume_batch_size, neighbors=o.neighbors, memory_dim=o.volume_memory_dim)
     assert part == "redundancy"
-    import pandas as pd
+    from .redundancy import redundancy_table
 
-    from .redundancy import batch_redundancy
-
-    ev = client.scatter(store.events(), broadcast=True)  # sent once, shared by the batch-size tasks
-    futures = [client.submit(batch_redundancy, ev, store.num_nodes, [bs], k=o.neighbors, pure=False)
-               for bs in o.batch_sizes]
-    return pd.concat([f.result() for f in futures], ignore_index=True)
+    return redundancy_table(store_path, client, o.batch_sizes, k=o.neighbors)
 
 
 def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Sequence[str] = ANALYSES,

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError, CostError, did_you_mean
-from ..models import MODELS
+from ..errors import ConfigError, CostError
+from ..models import model_class
 
 
 Call = tuple[str, str, int, int, bool]  # (operator, role, F_in, F_out, has_backward)
@@ -87,9 +87,7 @@ class ModelCalls:
     hidden: int
 
     def __post_init__(self):
-        if self.name not in MODELS:
-            raise ConfigError(f"model: unknown model {self.name!r}{did_you_mean(self.name, MODELS)}; "
-                              f"known: {', '.join(MODELS)}")
+        model_class(self.name)  # an unknown name: the registry's error
         if int(self.in_dim) <= 0 or int(self.hidden) <= 0:
             raise ConfigError(f"model {self.name}: in_dim and hidden must be positive, got {self.in_dim}, {self.hidden}")
 

@@ -30,7 +30,7 @@ import dask
 import numpy as np
 
 from ..errors import InputError
-from .types import EventStream, RawGraph, SnapshotList, Snapshots
+from .types import EventStream, RawGraph, Snapshots
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,19 @@ MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCN
                                                                   CDGCN, TMGCN)}
 
 
-def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
-    """The model registered as ``name``, built with (in_dim, hidden_dim) and its own keyword options."""
+def model_class(name: str) -> type[DynamicGNN]:
+    """The class registered as ``name``; ConfigError naming the known models otherwise."""
     cls = MODELS.get(name)
     if cls is None:
         raise ConfigError(f"model: unknown model {name!r}{did_you_mean(name, MODELS)}; known: {', '.join(MODELS)}")
-    return cls(in_dim, hidden_dim, **kw)
+    return cls
 
 
-__all__ = ["MODELS", "build_model", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
+def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
+    """The model registered as ``name``, built with (in_dim, hidden_dim) and its own keyword options."""
+    return model_class(name)(in_dim, hidden_dim, **kw)
+
+
+__all__ = ["MODELS", "build_model", "model_class", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
            "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN", "CDGCN", "TMGCN",
            "LinkPredictor", "NodeClassifier", "NodeRegressor"]

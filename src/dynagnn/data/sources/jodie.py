@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from dynagnn.data.ids import dense_ids
 from dynagnn.data.types import RawGraph
 
 from .parse import (
+    RowCheck,
     FAST_PARSE_ERRORS, arrow_read, check_first_row, dataset_name, event_stream, first_problem,
     int_problem, number_problem, numpy, raise_bad_row, require_file, require_finite, sniff,
 )

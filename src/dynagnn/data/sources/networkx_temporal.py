@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from dynagnn.data.types import RawGraph
 from dynagnn.errors import InputError
 
 from .parse import (
+    RowCheck,
     FAST_PARSE_ERRORS, arrow_read, check_first_row, event_stream, first_problem, int_problem, numpy,
     raise_bad_row, require_file, sniff,
 )

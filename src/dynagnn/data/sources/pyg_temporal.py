@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from pathlib import Path

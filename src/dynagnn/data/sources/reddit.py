@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 from datetime import datetime
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pyarrow.compute as pc
 from dynagnn.data.types import RawGraph
 
 from .parse import (
+    RowCheck,
     FAST_PARSE_ERRORS, Malformed, arrow_read, check_first_row, dataset_name, event_graph, first_problem,
     number_problem, numpy, raise_bad_row, require_file, require_finite, sniff,
 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import zlib
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pyarrow as pa
 from dynagnn.data.types import RawGraph
 
 from .parse import (
+    RowCheck,
     FAST_PARSE_ERRORS, INT, Layout, Malformed, arrow_read, check_first_row, dataset_name, event_graph,
     first_problem, int_problem, is_gzip, number_problem, numpy, raise_bad_row, require_file,
     require_finite, sniff,
