@@ -66,7 +66,7 @@ def _epoch_figures(metrics, timings, comm) -> dict:
 
 def _modelled_bytes(path, strategy, workers, batch_windows=1) -> float:
     """The closed form of what one training epoch moves (halo or redistributions, forward and
-    backward), from analysis/commvolume.py on the same partition and steps."""
+    backward), from analysis/commvolume/ on the same partition and steps."""
     from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
     from dynagnn.data.store import open_store
     from dynagnn.train.engine import load_host_snapshots
@@ -98,7 +98,7 @@ def _modelled_bytes(path, strategy, workers, batch_windows=1) -> float:
 def timed(datasets: dict, epochs: int) -> list[dict]:
     print(f"\n== {MODEL}, hidden {HIDDEN}, window {WINDOW}, B = 1; medians of {epochs - 1} epochs after a warm-up")
     print("  bytes/epoch: all collectives; exchange: halo or redistributions (forward and backward),")
-    print("  beside the closed form of analysis/commvolume.py for the same partition and steps")
+    print("  beside the closed form of analysis/commvolume/ for the same partition and steps")
     print(f"  {'dataset':<11s} {'run':<24s} {'s/epoch':>8s} {'vs seq 1t':>9s} {'comm':>6s} {'wait':>6s} "
           f"{'bytes/epoch':>13s} {'exchange':>13s} {'closed form':>13s}")
     out = []

@@ -38,7 +38,7 @@ def test_hash_vertex_volume_is_the_mean_over_all_permutations():
     N = 7
     for P, seed in ((2, 0), (3, 1), (4, 2)):
         edges = random_snapshots(N, 3, 4, seed)
-        sizes = CV._hash_part_sizes(N, P)
+        sizes = CV.hash_part_sizes(N, P)
         counts = [gp.snapshot_volume(edges, N, np.asarray(perm) % P, P) for perm in itertools.permutations(range(N))]
         assert np.bincount(np.arange(N) % P).tolist() == sizes.tolist()
         assert CV.vertex_volume_hash(edges, N, P).units == pytest.approx(np.mean(counts), rel=1e-10)
@@ -119,7 +119,7 @@ def test_sven_counts_are_enumeration(M):
     want = _enumerate_sven(b, owner, 7, 3)
     for key, val in want.items():
         assert got[key] == val, key
-    modelled = CV.sven_volumes(CV.sven_stats(b), CV._hash_part_sizes(30, M), 30, 7, 3)
+    modelled = CV.sven_volumes(CV.sven_stats(b), CV.hash_part_sizes(30, M), 30, 7, 3)
     assert modelled["depcache/aggregation"].elements == got["depcache/aggregation"]  # exact
 
 
@@ -128,7 +128,7 @@ def test_sven_model_is_the_mean_over_all_hash_partitions():
     ev = random_events(n_nodes=N, n_events=60, seed=4)
     roots, nbrs = _sample_all(ev, N, 2, None)
     b = CV.sven_batches(roots, nbrs, 10, M)
-    modelled = CV.sven_volumes(CV.sven_stats(b), CV._hash_part_sizes(N, M), N, 5, 2)
+    modelled = CV.sven_volumes(CV.sven_stats(b), CV.hash_part_sizes(N, M), N, 5, 2)
     total = {k: 0 for k in modelled}
     perms = list(itertools.permutations(range(N)))
     for perm in perms:
@@ -151,7 +151,7 @@ def test_sven_condition_corrected_against_count():
         c = CV.count_sven_volumes(b, owner, d_mem, d_edge)
         sven = c["sven/dispatch"] + c["sven/aggregation"]
         depcomm = c["depcomm/dispatch"] + c["depcomm/aggregation"]
-        g1, v1 = CV._sampled(b)
+        g1, v1 = CV.sampled_occurrences(b)
         remote = owner[v1] != g1 % M
         r_occ = int(remote.sum())
         r_uniq = len(set(zip(g1[remote].tolist(), v1[remote].tolist())))

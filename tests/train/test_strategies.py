@@ -1,5 +1,5 @@
 """Every strategy computes the sequential strategy's step: same loss and gradients with the same B,
-on 2 gloo processes and on 1; its counted bytes equal the closed forms of analysis/commvolume.py."""
+on 2 gloo processes and on 1; its counted bytes equal the closed forms of analysis/commvolume/."""
 
 import pytest
 import torch
