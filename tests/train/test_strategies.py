@@ -12,8 +12,8 @@ from dynagnn.train.strategies.vertex import vertex_parts
 
 from .conftest import small_store
 
-VERTEX_MODELS = ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn"]
-SNAPSHOT_MODELS = ["wdgcn", "mpnn_lstm", "evolvegcn_o"]
+VERTEX_MODELS = ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn", "cdgcn", "tmgcn"]
+SNAPSHOT_MODELS = ["wdgcn", "mpnn_lstm", "cdgcn", "tmgcn", "evolvegcn_o"]
 ENDS = [4, 5]          # B = 2 windows of 3 snapshots
 HIDDEN = 5
 
