@@ -87,6 +87,7 @@ class TrainConfig:
     batch_windows: int = 1
     workers: int = 1
     partitioner: str = "metis"
+    plan: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
