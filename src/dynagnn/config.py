@@ -2,13 +2,18 @@
 
 The schema is package data (``dynagnn/schemas/config.schema.yaml``); the workflow's
 ``workflow/schemas/config.schema.yaml`` is a link to it, so Snakemake and the library validate
-against one file. Checks a schema cannot express (a time window needs a width) are in
-:func:`check_dataset`.
+against one file. The command line's flags go through the same schema (:func:`check_value`,
+:func:`check_options`): a flag and the config key it stands for are refused alike. Names that a
+registry of the library defines (models, strategies) are marked ``x-registry`` in the schema and
+checked against the registry itself, so a newly registered one needs no schema edit. Checks a schema
+cannot express (a time window needs a width) are in :func:`check_dataset`.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,32 +24,118 @@ import yaml
 from .errors import ConfigError, did_you_mean
 
 
-def load_schema() -> dict:
+@functools.cache
+def _schema() -> dict:
     return yaml.safe_load(resources.files("dynagnn").joinpath("schemas/config.schema.yaml").read_text())
 
 
-def _with_defaults(cls):
-    """A validator class that fills in the schema's defaults while it validates (jsonschema FAQ)."""
-    validate_properties = cls.VALIDATORS["properties"]
-
-    def set_defaults(validator, properties, instance, schema):
-        if isinstance(instance, dict):
-            for key, sub in properties.items():
-                if "default" in sub and key not in instance:
-                    instance[key] = copy.deepcopy(sub["default"])
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+def load_schema() -> dict:
+    """The config schema (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_schema())
 
 
-def _message(err: jsonschema.ValidationError) -> str:
-    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+def schema_node(key: str) -> dict:
+    """The schema of config key ``key``, dotted (``train.hidden``, ``analysis.cache.fractions``); a
+    part ``items`` steps into an array's items (``schedule.workers.items``)."""
+    node = _schema()
+    for part in key.split("."):
+        node = node["items"] if part == "items" else node["properties"][part]
+    return node
+
+
+def _registry(kind: str) -> tuple[str, dict]:
+    """(what one entry is called, the registry) of ``kind``; imported only when a value is checked,
+    since the registries pull in torch."""
+    if kind == "models":
+        from .models import MODELS
+
+        return "model", MODELS
+    if kind == "strategies":
+        from .train.strategies import STRATEGIES
+
+        return "strategy", STRATEGIES
+    raise AssertionError(f"the schema names an unknown registry {kind!r}")
+
+
+def _registered(validator, kind, instance, schema):
+    """The ``x-registry`` keyword: a string value must be a name of the registry."""
+    if isinstance(instance, str):
+        what, names = _registry(kind)
+        if instance not in names:
+            yield jsonschema.ValidationError(f"unknown {what} {instance!r}{did_you_mean(instance, names)}; "
+                                             f"known: {', '.join(names)}")
+
+
+def _validator_class(fill_defaults: bool = False):
+    """The validator of the schema's draft with the ``x-registry`` keyword and, when asked, filling in
+    the schema's defaults while it validates (jsonschema FAQ)."""
+    cls = jsonschema.validators.validator_for(_schema())
+    extra = {"x-registry": _registered}
+    if fill_defaults:
+        validate_properties = cls.VALIDATORS["properties"]
+
+        def set_defaults(validator, properties, instance, schema):
+            if isinstance(instance, dict):
+                for key, sub in properties.items():
+                    if "default" in sub and key not in instance:
+                        instance[key] = copy.deepcopy(sub["default"])
+            yield from validate_properties(validator, properties, instance, schema)
+
+        extra["properties"] = set_defaults
+    return jsonschema.validators.extend(cls, extra)
+
+
+def _explain(err: jsonschema.ValidationError) -> str:
+    """What is wrong with the value, in words (where it is, the caller says)."""
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = list(err.schema.get("properties", {}))
         unknown = [k for k in err.instance if k not in allowed]
         hints = [f"{k!r}{did_you_mean(k, allowed)}" for k in unknown]
-        return f"config key {where}: unknown key {', '.join(hints)}; allowed: {', '.join(allowed)}"
-    return f"config key {where}: {err.message}"
+        return f"unknown key {', '.join(hints)}; allowed: {', '.join(allowed)}"
+    if err.validator == "enum":
+        return err.message + did_you_mean(err.instance, err.validator_value)
+    if err.validator == "pattern" and err.schema.get("description"):
+        return f"{err.instance!r} is not {err.schema['description']}"
+    return err.message
+
+
+def _first_error(validator, instance) -> jsonschema.ValidationError | None:
+    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    return errors[0] if errors else None
+
+
+def _message(err: jsonschema.ValidationError, prefix: str = "") -> str:
+    """``config key <prefix><path>: <what>``; the path of the offending value inside the config."""
+    where = ".".join([prefix.rstrip(".")] * bool(prefix) + [str(p) for p in err.absolute_path]) or "(top level)"
+    return f"config key {where}: {_explain(err)}"
+
+
+def check_value(key: str, value: Any, flag: str) -> None:
+    """Validate a command-line flag's value against the schema of config key ``key``, the one check
+    the flag and the key share. A list given for a key that takes one value (``--hidden 16 32`` for
+    ``train.hidden``) is checked item by item. Raises ConfigError naming the flag and the key."""
+    node = schema_node(key)
+    items = value if isinstance(value, list) and "array" not in str(node.get("type", "")) else [value]
+    validator = _validator_class()(node)
+    for item in items:
+        err = _first_error(validator, item)
+        if err is not None:
+            raise ConfigError(f"{flag}: {_explain(err)} (config key {key})")
+
+
+def check_options(section: str, options: Any, where: str) -> None:
+    """Validate a partial ``section`` of the config: keys of that section (its ``runs`` excepted) with
+    values the schema allows, no defaults filled in (a run's options, ``train --options``, a
+    TrainConfig). ``where`` names the options in the message (``config key train.runs.0.options``,
+    ``--options``)."""
+    props = schema_node(section)["properties"]
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {k: v for k, v in props.items() if k != "runs"}}
+    err = _first_error(_validator_class()(schema), options)
+    if err is not None:
+        path = ".".join(str(p) for p in err.absolute_path)
+        sep = " " if where.startswith("--") else "."  # "--options lr", "config key train.runs.0.options.lr"
+        raise ConfigError(f"{where}{sep + path if path else ''}: {_explain(err)}")
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
@@ -52,15 +143,13 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
 
     Raises ConfigError naming the first offending key and what was expected.
     """
-    schema = load_schema()
     cfg = copy.deepcopy(config) if config is not None else {}
-    cls = _with_defaults(jsonschema.validators.validator_for(schema))
-    errors = sorted(cls(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError(_message(errors[0]))
+    err = _first_error(_validator_class(fill_defaults=True)(_schema()), cfg)
+    if err is not None:
+        raise ConfigError(_message(err))
     for name, spec in cfg["datasets"].items():
         check_dataset(name, spec)
-    check_train(cfg, schema)
+    check_train(cfg)
     for i, run in enumerate((cfg.get("schedule") or {}).get("runs") or []):
         _check_run_dataset(cfg, run, f"schedule.runs.{i}")
     return cfg
@@ -72,20 +161,13 @@ def _check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> 
         raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
 
 
-def check_train(cfg: dict[str, Any], schema: dict[str, Any]) -> None:
+def check_train(cfg: dict[str, Any]) -> None:
     """Each run names a dataset of the config, and its options are keys of the train section with
-    values of the right type (checked without filling defaults: a run states only what differs)."""
-    section = schema["properties"]["train"]
-    option_schema = {"type": "object", "additionalProperties": False,
-                     "properties": {k: v for k, v in section["properties"].items() if k != "runs"}}
+    values the schema allows (checked without filling defaults: a run states only what differs)."""
     for i, run in enumerate(cfg.get("train", {}).get("runs", [])):
         where = f"train.runs.{i}"
         _check_run_dataset(cfg, run, where)
-        errors = list(jsonschema.Draft202012Validator(option_schema).iter_errors(run.get("options", {})))
-        if errors:
-            err = errors[0]
-            raise ConfigError(_message(err).replace("config key ", f"config key {where}.options.", 1)
-                              .replace(f"{where}.options.(top level)", f"{where}.options"))
+        check_options("train", run.get("options", {}), f"config key {where}.options")
 
 
 def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,15 +229,57 @@ def check_dataset(name: str, spec: dict[str, Any]) -> None:
         raise ConfigError(f"{where}.snapshots: say how to cut the events: by time (with width) or by count (with size)")
 
 
+class DuplicateKeyError(yaml.MarkedYAMLError):
+    """A key given twice in one mapping of a YAML document."""
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader, except that a key given twice in one mapping is an error: PyYAML keeps the
+    last value silently, so a config that sets ``hidden`` twice would train with whichever came last.
+    Keys merged in with ``<<`` may still be overridden (that is what a merge is for)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: the SafeLoader refuses it below
+                    continue
+                if first is not None:
+                    raise DuplicateKeyError(problem=f"duplicate key {key!r} (first given at line {first})",
+                                            problem_mark=key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, UniqueKeyLoader.construct_mapping)
+
+
+def load_yaml(text: str, path: str | Path = "<yaml>") -> Any:
+    """Parse YAML text with :class:`UniqueKeyLoader`; ConfigError naming ``path`` and the line on a
+    syntax error or a duplicate key."""
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{path}, line {exc.problem_mark.line + 1}: {exc.problem}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}, line {mark.line + 1}" if mark is not None else f"{path}"
+        raise ConfigError(f"{where}: not valid YAML ({exc.problem or exc.context})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Read a YAML config, merge ``overrides`` (as Snakemake's --config does) and validate it."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
-    try:
-        cfg = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    cfg = load_yaml(path.read_text(), path) or {}
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")
     cfg.update(overrides or {})

@@ -90,11 +90,12 @@ class TrainConfig:
     plan: str | None = None
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"unknown training option(s) {unknown}: expected {sorted(names)}")
+    def from_dict(cls, d: dict, where: str = "train") -> "TrainConfig":
+        """The config of options ``d`` (keys of the config's train section), validated against the
+        schema as config.yaml is; ``where`` names them in an error (``--options``)."""
+        from dynagnn.config import check_options
+
+        check_options("train", d, where)
         return cls(**d)
 
     def fingerprint(self, store_checksum: str, in_dim: int) -> str:
