@@ -153,10 +153,21 @@ class Comm:
             dist.send(t.contiguous(), dst, group=self.group)
         self.count(name, t.numel() * t.element_size())
 
-    def recv(self, t: torch.Tensor, src: int, name: str = "recv") -> torch.Tensor:
-        with section("communication"):
+    def recv(self, t: torch.Tensor, src: int, name: str = "recv", phase: str = "communication") -> torch.Tensor:
+        """Receive into ``t``. ``phase``: what the wait is timed as; a pipeline stage waiting for its
+        partner's hand-off is waiting on the partner (``sync_wait``), not moving bytes."""
+        with section(phase):
             dist.recv(t, src, group=self.group)
         return t
+
+    def isend(self, t: torch.Tensor, dst: int, name: str = "send"):
+        """Start sending ``t`` (kept alive by the caller until the returned handle's ``wait()``): a
+        pipeline that sends ahead must not block until the partner receives, or two partners that
+        send before they receive would wait on each other."""
+        with section("communication"):
+            work = dist.isend(t, dst, group=self.group)
+        self.count(name, t.numel() * t.element_size())
+        return work
 
     def all_gather_object(self, obj) -> list:
         """Every worker's ``obj``, in rank order (bookkeeping: timings, counts; bytes are counted)."""

@@ -104,7 +104,9 @@ def _init(rank: int, world: int, local_rank: int, dev: torch.device, ppw: int, t
           init_method: str) -> DistContext:
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
-    backend = backend_for(dev)
+    # nccl refuses two ranks on one GPU (BLAD's co-located pair): such jobs go through gloo, which
+    # all-reduces CUDA tensors and sends host copies
+    backend = backend_for(dev) if ppw == 1 else "gloo"
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
     return DistContext(rank, world, local_rank, dev, backend, ppw, _colocated_group(rank, world, ppw))

@@ -22,6 +22,7 @@ def _body(ctx, fn, args):
     return fn(ctx, Comm(ctx), *args)
 
 
-def run_on(workers: int, fn: Callable[..., Any], *args, timeout: float = 120.0, threads: int = 1) -> list[Any]:
-    """``fn(ctx, comm, *args)`` on ``workers`` gloo processes; the results in rank order."""
-    return launch(_body, workers, fn, args, threads=threads, timeout=timeout)
+def run_on(workers: int, fn: Callable[..., Any], *args, timeout: float = 120.0, threads: int = 1,
+           procs_per_worker: int = 1) -> list[Any]:
+    """``fn(ctx, comm, *args)`` on ``workers × procs_per_worker`` gloo processes; the results in rank order."""
+    return launch(_body, workers, fn, args, threads=threads, timeout=timeout, procs_per_worker=procs_per_worker)

@@ -74,6 +74,10 @@ import numpy as np
 
 from ..errors import ConfigError
 
+# groups p1 holds at most in its queue of deferred backward passes: one forward of warm-up, then
+# one-forward-one-backward (the module docstring); the group strategy runs the same order
+PIPELINE_DEPTH = 2
+
 
 def _costs(l, b) -> tuple[np.ndarray, np.ndarray]:
     l = np.asarray(l, dtype=np.float64)
@@ -139,7 +143,7 @@ def simulate(splits, l, b, trace: list | None = None) -> float:
     def dispatch():
         nonlocal p1_busy, p2_busy, next_fwd
         if not p1_busy:
-            if queue and (len(queue) >= 2 or next_fwd == m):
+            if queue and (len(queue) >= PIPELINE_DEPTH or next_fwd == m):
                 g = queue[0]
                 if g in grads:  # else p1 waits for the gradient of its oldest group
                     queue.popleft()

@@ -159,17 +159,31 @@ def _plan_from_bounds(bounds: np.ndarray, ids: np.ndarray, W: np.ndarray, group_
     return GroupPlan(group_len, T, strategy, workers, loads)
 
 
-def even_plan(fwd, bwd, group_len: int, num_workers: int) -> GroupPlan:
-    """ESDG-style baseline: equal group counts per worker (the first G mod P workers get one more),
-    contiguous in time."""
-    fwd, bwd = _as_costs(fwd, bwd)
+def _selected(fwd, bwd, group_len: int, groups) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, loads) of the groups to plan: all (None) or the given ids, which must be increasing and
+    in range (the training windows of a run are a contiguous, increasing range of target snapshots)."""
     W = group_loads(fwd, bwd, group_len)
+    ids = group_ids(fwd.size, group_len)
+    if groups is None:
+        return ids, W
+    g = np.asarray(groups, dtype=np.int64).reshape(-1)
+    if g.size == 0 or (np.diff(g) <= 0).any() or g[0] < group_len - 1 or g[-1] >= fwd.size:
+        raise ConfigError(f"groups: expected increasing group ids in [{group_len - 1}, {fwd.size - 1}], got "
+                          f"{g[:3].tolist()}..{g[-3:].tolist()} ({g.size})")
+    return g, W[g - (group_len - 1)]
+
+
+def even_plan(fwd, bwd, group_len: int, num_workers: int, groups=None) -> GroupPlan:
+    """ESDG-style baseline: equal group counts per worker (the first G mod P workers get one more),
+    contiguous in time. ``groups``: the group ids to plan (default all)."""
+    fwd, bwd = _as_costs(fwd, bwd)
+    ids, W = _selected(fwd, bwd, group_len, groups)
     _check_workers(num_workers, W.size, group_len)
-    return _plan_from_bounds(even_bounds(W.size, num_workers), group_ids(fwd.size, group_len), W, group_len,
-                             fwd.size, "even")
+    return _plan_from_bounds(even_bounds(W.size, num_workers), ids, W, group_len, fwd.size, "even")
 
 
-def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous") -> GroupPlan:
+def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous",
+                  groups=None) -> GroupPlan:
     """BLAD's inter-GPU partition: whole groups per worker, predicted loads balanced.
 
     strategy "contiguous" (default, BLAD Fig. 9a): the min-max contiguous partition, every worker
@@ -178,9 +192,8 @@ def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "c
     """
     fwd, bwd = _as_costs(fwd, bwd)
     T = fwd.size
-    W = group_loads(fwd, bwd, group_len)
+    ids, W = _selected(fwd, bwd, group_len, groups)
     _check_workers(num_workers, W.size, group_len)
-    ids = group_ids(T, group_len)
     if strategy == "lpt":
         order = np.argsort(-W, kind="stable")
         loads = np.zeros(num_workers)
@@ -195,8 +208,9 @@ def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "c
     return _plan_from_bounds(minmax_bounds(W, num_workers), ids, W, group_len, T, "contiguous")
 
 
-def plan_groups(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous") -> GroupPlan:
-    """Dispatch: strategy in {"even", "contiguous", "lpt"}."""
+def plan_groups(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous",
+                groups=None) -> GroupPlan:
+    """Dispatch: strategy in {"even", "contiguous", "lpt"}; ``groups``: the ids to plan (default all)."""
     if strategy == "even":
-        return even_plan(fwd, bwd, group_len, num_workers)
-    return balanced_plan(fwd, bwd, group_len, num_workers, strategy)
+        return even_plan(fwd, bwd, group_len, num_workers, groups)
+    return balanced_plan(fwd, bwd, group_len, num_workers, strategy, groups)

@@ -150,7 +150,7 @@ def process_layer_times(processes, group_len: int, layer_times) -> tuple[np.ndar
 def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, model: str,
                strategy: str = "contiguous", balance_method: str = "dp", layer_times=None,
                operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
-               store_checksum: str | None = None, meta: dict | None = None) -> SchedulePlan:
+               store_checksum: str | None = None, meta: dict | None = None, groups=None) -> SchedulePlan:
     """Plan BLAD's two levels from per-snapshot predicted times.
 
     fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
@@ -162,11 +162,13 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     order per process, as BLAD's Algorithm 1 sets each process's model: a snapshot's backward runs
     its forward's operators in reverse, so orders chosen per snapshot pair could not be realised for
     the backward passes, which in this pipeline overlap the other process's forward passes.
-    tuner: an already computed ``tune_frames`` result to record.
+    tuner: an already computed ``tune_frames`` result to record. groups: the group ids (target
+    snapshots) to plan, default all; the train stage plans only its training windows.
     """
-    groups = plan_groups(fwd, bwd, group_len, num_workers, strategy)
+    ids = groups
+    groups = plan_groups(fwd, bwd, group_len, num_workers, strategy, ids)
     processes = [balance(fwd, bwd, group_len, w, balance_method) for w in groups.workers]
-    base = plan_groups(fwd, bwd, group_len, num_workers, "even")
+    base = plan_groups(fwd, bwd, group_len, num_workers, "even", ids)
     base_proc = [balance(fwd, bwd, group_len, w, "even") for w in base.workers]
     ops = None
     if layer_times is not None:

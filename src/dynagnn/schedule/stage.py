@@ -134,25 +134,21 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
     return agg, upd, rnn
 
 
-def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
-                   hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
-                   strategy: str = "contiguous", balance_method: str = "dp",
-                   memory_bytes: float = DEFAULT_MEMORY_BYTES, out: str | Path | None = None) -> SchedulePlan:
-    """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
-    groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises CostError (the predictor lacks an
-    operator the model needs), ConfigError (more workers than groups, a window longer than the
-    store) or InputError (a table of another store)."""
+def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, hidden: int = 32,
+               stats: str | Path | None = None, overlap: str | Path | None = None, strategy: str = "contiguous",
+               balance_method: str = "dp", memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
+               predictor_source: str = "") -> SchedulePlan:
+    """The plan of an open store from a loaded :class:`~dynagnn.cost.predictor.Predictor` (module
+    docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all.
+    What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
     from ..cost.models import model_calls
-    from ..cost.predictor import Predictor
-    from ..data.store import open_store
 
-    store = open_store(store_path)
-    predictor = Predictor.load(predictor_path)
     calls = model_calls(model, store.feature_dim(), hidden)
     try:
         predictor.check(calls)
     except CostError as exc:
-        raise CostError(f"{predictor_path}: {exc} (model {model} needs {', '.join(sorted(calls.required_operators()))})") from None
+        raise CostError(f"{predictor_source or 'predictor'}: {exc} (model {model} needs "
+                        f"{', '.join(sorted(calls.required_operators()))})") from None
     edges = snapshot_edges(store, stats)
     if int(window) > store.num_snapshots:
         raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
@@ -161,14 +157,33 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     tuner = None
     if overlap is not None:
         tuner = tuner_from_overlap(overlap, store, edges, calls.in_dim + calls.hidden, memory_bytes)
-    meta = {"predictor": str(predictor_path), "device": predictor.device, "num_nodes": int(store.num_nodes),
+    meta = {"predictor": str(predictor_source), "device": predictor.device, "num_nodes": int(store.num_nodes),
             "window": int(window), "hidden": int(hidden), "model_calls": calls.to_dict(),
             "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
-            "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap)}
-    plan = build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
+            "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap),
+            "groups": "all" if groups is None else [int(g) for g in groups]}
+    return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
                       balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,
-                      meta=meta)
+                      meta=meta, groups=groups)
+
+
+def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
+                   hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
+                   strategy: str = "contiguous", balance_method: str = "dp",
+                   memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
+                   out: str | Path | None = None) -> SchedulePlan:
+    """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
+    groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises
+    CostError (the predictor lacks an operator the model needs), ConfigError (more workers than
+    groups, a window longer than the store) or InputError (a table of another store)."""
+    from ..cost.predictor import Predictor
+    from ..data.store import open_store
+
+    plan = plan_store(open_store(store_path), Predictor.load(predictor_path), model=model, workers=workers,
+                      window=window, hidden=hidden, stats=stats, overlap=overlap, strategy=strategy,
+                      balance_method=balance_method, memory_bytes=memory_bytes, groups=groups,
+                      predictor_source=str(predictor_path))
     if out is not None:
         plan.save(out)
     return plan

@@ -30,6 +30,8 @@ import json
 import logging
 import math
 import time
+import warnings
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,12 +162,14 @@ class Trainer:
         self.load_seconds = time.perf_counter() - t0
         self.in_dim = int(features.shape[-1])
         self.model = build_model(c.model, self.in_dim, c.hidden).to(self.device)
-        preflight(self.store, c, self.ctx.world_size, self.model)
+        preflight(self.store, c, self.ctx.workers, self.model)
         self.head = self.task.head(self.model.out_dim).to(self.device)
         self.run = Run(self.store, self.task, self.model, self.head, self.timer, self.ctx, self.comm, host,
                        features, c.window, c.batch_windows,
                        {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
-                        "partitioner": c.partitioner, "seed": c.seed})
+                        "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "model": c.model,
+                        "hidden": c.hidden},
+                       train_ends=list(self.split.train))
         self.strategy = make_strategy(c.strategy)
         self.strategy.setup(self.run)
         self.comm_rows: list[dict] = []
@@ -178,9 +182,8 @@ class Trainer:
         return self.run.windows([t])[0]
 
     def step_ends(self) -> list[list[int]]:
-        """The training windows' end snapshots cut into steps of B (the last step may be shorter)."""
-        ends, b = self.split.train, int(self.config.batch_windows)
-        return [ends[i:i + b] for i in range(0, len(ends), b)]
+        """The epoch's steps of window ends: B windows each, composed by the strategy."""
+        return self.strategy.steps(self.split.train, int(self.config.batch_windows))
 
     def _count_comm(self, epoch: int, stage: str) -> None:
         for name, (nbytes, calls) in sorted(self.comm.take_counts().items()):
@@ -279,18 +282,54 @@ class Trainer:
         return int(ck["epoch"])
 
 
+CHECKPOINT_KEYS = ("version", "model", "task", "fingerprint", "config", "in_dim", "epoch", "state_dict",
+                   "head_state_dict")  # what Trainer.checkpoint writes
+
+
 def load_checkpoint_file(path: str | Path) -> dict:
+    """The checkpoint dict a training run wrote to ``path`` (model.pt); TrainingError saying in plain
+    words what is wrong with any other file."""
     path = Path(path)
     if not path.exists():
         raise TrainingError(f"{path}: no checkpoint here")
+    if not path.is_file():
+        raise TrainingError(f"{path}: not a file (give the model.pt a training run wrote)")
     try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about foreign pickle protocols: we say it below
+            ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise TrainingError(f"{path}: not a dynagnn checkpoint ({exc})") from exc
-    if not isinstance(ck, dict) or ck.get("version") != CHECKPOINT_VERSION:
-        raise TrainingError(f"{path}: checkpoint version {ck.get('version') if isinstance(ck, dict) else None!r}, "
+        raise TrainingError(f"{path}: not a dynagnn checkpoint: {_unloadable(path, exc)}") from exc
+    if not isinstance(ck, dict):
+        raise TrainingError(f"{path}: not a dynagnn checkpoint: torch.save wrote a {type(ck).__name__} "
+                            "there, not the dict a training run writes")
+    if ck.get("version") != CHECKPOINT_VERSION and "version" in ck:
+        raise TrainingError(f"{path}: checkpoint version {ck.get('version')!r}, "
                             f"this dynagnn reads version {CHECKPOINT_VERSION}")
+    missing = [k for k in CHECKPOINT_KEYS if k not in ck]
+    if missing:
+        raise TrainingError(f"{path}: not a dynagnn checkpoint: a dict without the keys {', '.join(missing)}")
     return ck
+
+
+def _unloadable(path: Path, exc: Exception) -> str:
+    """Why torch.load refused a file, in plain words (torch's own messages are long or cryptic, such
+    as a bare "101" for a text file)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    weights_only = "weights only" in str(exc).lower()  # torch's restricted unpickler met something else
+    detail = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+    if not head:
+        return "the file is empty"
+    if head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
+        return "the file is truncated or damaged (torch.save writes a zip archive; this one has no end)"
+    if head[:2] != b"PK":
+        why = "a pickle of other objects" if weights_only else detail
+        return f"not a file torch.save wrote (unpickling failed: {why})"
+    if weights_only:
+        return ("it holds Python objects other than tensors and plain values, which dynagnn does not load "
+                "(a training run never writes them)")
+    return f"torch.load failed ({detail})"
 
 
 def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress):
@@ -319,11 +358,12 @@ def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: 
     """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
     under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
+    ppw = strategy_class(config.strategy).procs_per_worker
     if under_torchrun():
         return launch(_train_here, 1, store_path, out, config, resume, progress, device=config.device,
-                      threads=config.threads)[0]
+                      threads=config.threads, procs_per_worker=ppw)[0]
     preflight(open_store(store_path), config, config.workers)
-    if config.workers == 1:
+    if config.workers * ppw == 1:
         return _train_here(None, store_path, out, config, resume, progress)
     return launch(_train_here, config.workers, store_path, out, config, resume, progress,
-                  device=config.device, threads=config.threads)[0]
+                  device=config.device, threads=config.threads, procs_per_worker=ppw)[0]

@@ -5,17 +5,22 @@
 - ``sequential``: one worker, one snapshot at a time (the PyTorch Geometric Temporal loop).
 - ``vertex``: vertices split by METIS or hash; halo exchange before every aggregation.
 - ``snapshot``: ESDG's split of a step's snapshots; two all-to-alls per layer.
+- ``group``: BLAD's snapshot groups per worker, two co-located processes per worker with the
+  planned split, a deferred-backward queue and the planned operator order; its baselines
+  ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering).
 """
 
 from __future__ import annotations
 
 from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.group import BladEven, BladNM, GroupPipeline
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
 from dynagnn.train.strategies.vertex import VertexPartition
 
-STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition)}
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
+                                                                   GroupPipeline, BladNM, BladEven)}
 
 
 def strategy_class(name: str) -> type[Strategy]:

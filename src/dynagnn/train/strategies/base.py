@@ -14,6 +14,10 @@ and gradients of :class:`~dynagnn.train.strategies.sequential.Sequential` with t
   loss is returned as a float, the same on every worker.
 - ``embed(ts)``: collective, evaluation: the embeddings [N, H] at the end of the window ``ts``
   (consecutive snapshot indices), on rank 0 (other ranks may return None).
+- ``steps(ends, B)`` (after setup): the epoch's steps, lists of window ends; by default the training
+  windows in order, B at a time. A strategy that places windows by a plan composes its steps from
+  the plan (BLAD's groups: each step takes its share of every worker's groups).
+- ``procs_per_worker`` (class attribute): processes per worker (device); BLAD's pair is 2.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Run:
     batch_windows: int = 1
     options: dict = field(default_factory=dict)
     epoch: int = 0
+    train_ends: list = field(default_factory=list)
 
     @property
     def num_nodes(self) -> int:
@@ -70,6 +75,7 @@ class Run:
 
 class Strategy:
     name = ""
+    procs_per_worker = 1
 
     def __init__(self, **options):
         self.options = options
@@ -86,6 +92,11 @@ class Strategy:
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         raise NotImplementedError
+
+    def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
+        """The training windows' end snapshots cut into steps of B, in order (the last may be shorter)."""
+        ends, b = list(ends), int(batch_windows)
+        return [ends[i:i + b] for i in range(0, len(ends), b)]
 
     def backward_windows(self, ends: Sequence[int], scale: float = 1.0) -> float:
         """For each window: its loss / B from :meth:`embed`, back-propagated (times ``scale``) at once,

@@ -1,0 +1,307 @@
+"""BLAD's training (SC'23 §5-6): snapshot groups across workers, two co-located processes per worker
+with the planned split, a queue of deferred backward passes, and the planned operator order.
+
+A window is BLAD's snapshot group: the l snapshots ending at the window's target. The schedule
+stage's plan (:class:`~dynagnn.schedule.plan.SchedulePlan`) says
+
+- level 1: which groups each worker trains (whole groups, contiguous, balanced by predicted load),
+  so the only traffic between workers is the gradient all-reduce;
+- level 2: for each of a worker's groups the split p_i between its two processes;
+- the operator order (``layer.order``) of each process's GCN layers.
+
+Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "p1" and "p2"):
+
+- p1 runs the first p_i snapshots of group i forward from the initial state and hands the state
+  (every tensor of the model's recurrent state, in one flat buffer) to p2; it then starts group i+1
+  and keeps group i in its queue until p2 hands back the gradient with respect to that state, and
+  runs group i's deferred backward from it (BLAD Fig. 9b). The order is the one the plan's
+  pipeline model assumes (:func:`dynagnn.schedule.balance.simulate`): FA_1, FA_2, BA_1, FA_3, BA_2,
+  ..., the queue holding at most ``PIPELINE_DEPTH`` (2) groups.
+- p2 runs the rest of group i forward from the received state, the loss / B and the backward, and
+  sends the gradient of the received state back.
+
+Hand-overs are sent ahead (``isend``) so that neither process blocks on the other's receive; the
+time a process waits for its partner's hand-over is timed as ``sync_wait``. Gradients are exact:
+the state gradient p2 sends is the one sequential back-propagation computes at that point, and the
+two processes' parameter gradients are parts of one sum, which the all-reduce over all processes
+completes (and sums over workers).
+
+Steps: BLAD's optimiser step follows a batch in which every worker trains its groups. A step here is
+B windows; ``steps`` cuts each worker's planned groups into as many contiguous pieces as the epoch
+has steps and gives step k every worker's k-th piece, so every step spans all workers (with B at
+least the number of training windows, one step holds every group: BLAD's batch).
+
+Baselines (DESIGN.md): ``blad_nm`` (the balanced plan, no reordering), ``blad_even`` (the plan's even
+baseline: equal group counts per worker, each group halved between the processes, no reordering).
+
+Operator order. The plan's flag for a process's layer means "run this layer's commuting pair in the
+other order than the default"; the default is the order ``"auto"`` resolves to, the one whose
+durations the plan was predicted with. The baselines keep ``"auto"``.
+
+On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
+-d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
+one GPU, so such jobs use gloo (:mod:`dynagnn.dist.launch`) and hand-overs go through host copies,
+where BLAD uses a device memory pool. On CPU each process gets half of the worker's cores.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from dynagnn.errors import ConfigError
+from dynagnn.models.layers import find_gcn_layers
+from dynagnn.schedule.balance import PIPELINE_DEPTH
+from dynagnn.schedule.plan import SchedulePlan
+from dynagnn.splits import even_ranges
+from dynagnn.timing import section
+from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.sequential import Sequential
+
+log = logging.getLogger(__name__)
+
+
+def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list[int]:
+    """End snapshots of the training windows of a run on ``store`` (the groups a plan covers)."""
+    from dynagnn.train.tasks import chronological_split, make_task
+
+    return list(chronological_split(make_task(task, store, seed).steps(int(window))).train)
+
+
+def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
+    """ConfigError unless ``plan`` is for this worker count and window and covers exactly these
+    training windows (a plan of another window, task or split is stale)."""
+    if plan.num_workers != workers:
+        raise ConfigError(f"{where}: plan is for {plan.num_workers} workers, this run has {workers}; "
+                          f"use plan-{workers}.json or re-run the schedule stage")
+    if plan.group_len != window:
+        raise ConfigError(f"{where}: plan has groups of {plan.group_len} snapshots, this run's window is {window}; "
+                          "re-run the schedule stage with this window")
+    planned = sorted(g for w in plan.groups.workers for g in w)
+    if planned != sorted(int(t) for t in train_ends):
+        span = f"{planned[0]}..{planned[-1]} ({len(planned)})" if planned else "none"
+        raise ConfigError(f"{where}: plan covers the groups ending at snapshots {span}, this run trains the "
+                          f"windows ending at {train_ends[0]}..{train_ends[-1]} ({len(train_ends)}): a plan of "
+                          "another task, window or split; re-run the schedule stage")
+
+
+def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
+    """The plan the schedule stage would write, made here: profile the model's operators on this
+    device over the store's shapes, fit the cost model, plan the training windows."""
+    from dynagnn.cost.fit import fit
+    from dynagnn.cost.profile import profile_operators
+    from dynagnn.cost.stage import stage_grid
+    from dynagnn.schedule.stage import plan_store
+
+    log.info("no plan given: profiling %s's operators on %s to plan %d workers (the schedule stage's "
+             "plan-%d.json avoids this)", model, run.device, workers, workers)
+    grid = stage_grid("auto", stores=[run.store], models=[model], hidden=[hidden])
+    pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
+    return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
+                      groups=run.train_ends, predictor_source="profiled at start")
+
+
+class GroupPipeline(Strategy):
+    """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
+
+    name = "group"
+    procs_per_worker = 2
+    baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
+    reorder = True  # set the plan's operator order
+
+    @classmethod
+    def check(cls, config, model, num_nodes, workers):
+        if int(config.window) < 2:
+            raise ConfigError(f"the {cls.name} strategy splits each group (window) between 2 processes: "
+                              f"window {config.window} is too short, use at least 2")
+        if int(config.checkpoint_blocks) > 1 or config.tbptt:
+            raise ConfigError(f"the {cls.name} strategy splits each window between two processes already; "
+                              "use checkpoint_blocks 1 and no tbptt with it (or --strategy sequential)")
+
+    def setup(self, run: Run) -> None:
+        super().setup(run)
+        ctx = run.ctx
+        if ctx.procs_per_worker != self.procs_per_worker:
+            raise ConfigError(f"the {self.name} strategy runs {self.procs_per_worker} processes per worker, "
+                              f"this job has {ctx.procs_per_worker}")
+        self.local = Sequential()
+        self.local.setup(run)
+        self.plan = self._plan(run)
+        groups = self.plan.baseline_groups if self.baseline else self.plan.groups
+        procs = self.plan.baseline_processes if self.baseline else self.plan.processes
+        self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
+        self.order = [[int(g) for g in gs] for gs in groups.workers]
+        self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
+        k = run.window
+        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k - 1}
+        if bad:
+            g, p = next(iter(bad.items()))
+            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k - 1} "
+                              "so that both processes run a snapshot")
+        self.p1 = ctx.rank % self.procs_per_worker == 0
+        self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1
+        self.via_host = ctx.device.type == "cuda" and ctx.backend == "gloo"
+        self._state_layout(run)
+        self._set_orders(run)
+        self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
+
+    # ------------------------------------------------------------------ plan
+
+    def _plan(self, run: Run) -> SchedulePlan:
+        o, ctx, store = run.options, run.ctx, run.store
+        if o.get("plan"):
+            plan = SchedulePlan.load(o["plan"], dataset=str(store.attrs.get("name", "")), model=o.get("model"),
+                                     store_checksum=store.checksum)
+        else:
+            plan = plan_here(run, o.get("model"), int(o.get("hidden", 32)), ctx.workers) if ctx.is_main else None
+            plan = run.comm.broadcast_object(plan)
+        check_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends,
+                   where=o.get("plan") or "the plan made at start")
+        return plan
+
+    def _set_orders(self, run: Run) -> None:
+        layers = find_gcn_layers(run.model)
+        ops = self.plan.operators
+        if not self.reorder or ops is None:
+            return
+        flags = np.asarray(ops.update_first)[run.ctx.worker, run.ctx.rank % self.procs_per_worker]
+        if len(layers) != len(flags):
+            raise ConfigError(f"the plan orders {len(flags)} GCN layers per process, the model has {len(layers)} "
+                              "reorderable ones: use --strategy blad_nm (no reordering) for this model")
+        for layer, flip in zip(layers, flags):
+            default = layer.resolved_order()
+            other = "update_first" if default == "aggregate_first" else "aggregate_first"
+            layer.order = other if flip else default
+
+    # ------------------------------------------------------------------ state hand-over
+
+    def _state_layout(self, run: Run) -> None:
+        """The shapes of the recurrent state after one snapshot (the same after any number): both
+        processes know the buffer to send and receive without exchanging metadata."""
+        with torch.no_grad():
+            state = run.model.initial_state(run.num_nodes, run.device)
+            _, state = self.local._step(0, state)
+        leaves, self.spec = tree_flatten(state)
+        if not all(isinstance(x, torch.Tensor) for x in leaves):
+            raise ConfigError(f"model state holds non-tensor values ({self.spec}); the group strategy hands "
+                              "tensors between its processes")
+        self.shapes = [tuple(x.shape) for x in leaves]
+        self.dtype = leaves[0].dtype if leaves else torch.float32
+        self.numel = sum(int(np.prod(s)) for s in self.shapes)
+
+    def _flatten(self, state) -> torch.Tensor:
+        leaves, _ = tree_flatten(state)
+        return torch.cat([x.reshape(-1).to(self.dtype) for x in leaves])
+
+    def _unflatten(self, flat: torch.Tensor):
+        leaves, off = [], 0
+        for shape in self.shapes:
+            n = int(np.prod(shape))
+            leaves.append(flat[off:off + n].view(shape))
+            off += n
+        return tree_unflatten(leaves, self.spec)
+
+    def _wire(self, t: torch.Tensor) -> torch.Tensor:
+        return t.detach().cpu() if self.via_host else t.detach()
+
+    def _receive(self, name: str) -> torch.Tensor:
+        buf = torch.empty(self.numel, dtype=self.dtype, device="cpu" if self.via_host else self.run.device)
+        self.run.comm.recv(buf, self.partner, name, phase="sync_wait")
+        return buf.to(self.run.device)
+
+    # ------------------------------------------------------------------ the step
+
+    def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
+        ends = list(ends)
+        n_steps = max(1, math.ceil(len(ends) / int(batch_windows)))
+        mine = set(int(t) for t in ends)
+        pieces = []
+        for gs in self.order:
+            gs = [g for g in gs if g in mine]
+            pieces.append([gs[a:b] for a, b in even_ranges(len(gs), n_steps)])
+        steps = [[g for w in range(len(pieces)) for g in pieces[w][k]] for k in range(n_steps)]
+        return [s for s in steps if s]
+
+    def train_step(self, ends: Sequence[int]) -> float:
+        run = self.run
+        unknown = [int(t) for t in ends if int(t) not in self.owner]
+        if unknown:
+            raise ConfigError(f"windows ending at {unknown[:5]} are not in the plan")
+        mine = [int(t) for t in ends if self.owner[int(t)] == run.ctx.worker]
+        total = self._head(mine) if self.p1 else self._tail(mine, len(ends))
+        run.comm.all_reduce_grads(run.parameters())
+        loss = torch.tensor([total], dtype=torch.float64)
+        run.comm.all_reduce(loss, "loss")
+        return float(loss.item())
+
+    def _head(self, groups: list[int]) -> float:
+        """p1: the first p_i snapshots of each group forward, hand-over, deferred backward."""
+        run, queue, sends = self.run, deque(), []
+        i = 0
+        while i < len(groups) or queue:
+            if i < len(groups) and len(queue) < PIPELINE_DEPTH:
+                t = groups[i]
+                ts = run.windows([t])[0][: self.split[t]]
+                state = run.model.initial_state(run.num_nodes, run.device)
+                for s in ts:
+                    _, state = self.local._step(s, state)
+                flat = self._flatten(state)
+                sends.append(run.comm.isend(self._wire(flat), self.partner, "handoff"))
+                queue.append(flat)
+                self.max_queue = max(self.max_queue, len(queue))
+                i += 1
+            else:
+                flat = queue.popleft()
+                grad = self._receive("handoff.backward")
+                if flat.requires_grad:
+                    with run.timer.phase("backward"):
+                        flat.backward(grad)
+        for work in sends:
+            work.wait()
+        return 0.0
+
+    def _tail(self, groups: list[int], batch: int) -> float:
+        """p2: the rest of each group forward from the received state, loss / B, backward; the
+        state's gradient goes back to p1."""
+        run, sends, total = self.run, [], 0.0
+        for t in groups:
+            flat = self._receive("handoff").requires_grad_(True)
+            state = self._unflatten(flat)
+            h = None
+            for s in run.windows([t])[0][self.split[t]:]:
+                h, state = self.local._step(s, state)
+            loss = run.task.loss(run.head, h, t, run.epoch) / batch
+            with run.timer.phase("backward"):
+                loss.backward()
+            grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
+            sends.append((run.comm.isend(self._wire(grad), self.partner, "handoff.backward"), grad))
+            total += float(loss.detach())
+        for work, _ in sends:
+            work.wait()
+        return total
+
+    def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
+        # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
+        return self.local.embed(ts) if self.run.ctx.is_main else None
+
+
+class BladNM(GroupPipeline):
+    """BLAD-NM: the balanced groups and split, no operator reordering."""
+
+    name = "blad_nm"
+    reorder = False
+
+
+class BladEven(GroupPipeline):
+    """BLAD-Even: the plan's even baseline (equal group counts per worker, each group halved between
+    the processes), no operator reordering."""
+
+    name = "blad_even"
+    baseline = True
+    reorder = False

@@ -1,0 +1,171 @@
+"""BLAD's group strategy: with 1 worker × 2 processes and 2 workers × 2 processes the step's loss and
+every gradient equal sequential's for the same windows; the deferred-backward queue reaches, and
+never passes, the plan's pipeline depth; the plan's operator order is set; bad plans are one line."""
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.cli import main
+from dynagnn.data.store import open_store
+from dynagnn.dist import DistError
+from dynagnn.dist.launch import launch
+from dynagnn.dist.testing import run_on
+from dynagnn.models import build_model
+from dynagnn.models.layers import find_gcn_layers
+from dynagnn.schedule.balance import PIPELINE_DEPTH
+from dynagnn.schedule.plan import build_plan
+from dynagnn.train import engine
+from dynagnn.train.engine import TrainConfig, Trainer
+from dynagnn.train.strategies.group import training_ends
+
+from .conftest import small_store
+
+MODELS = ["tgcn", "evolvegcn_o", "wdgcn"]
+LAYERS = {"tgcn": 2, "evolvegcn_o": 2, "wdgcn": 1}
+HIDDEN, WINDOW = 5, 3
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    # 12 snapshots: link windows end at 2..10, the first 7 train
+    return small_store(tmp_path_factory.mktemp("group") / "link.zarr", num_snapshots=12)
+
+
+def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None):
+    """A plan from random per-snapshot and per-layer times (what the cost model would predict):
+    uneven loads, so the balanced and even plans differ and some layers get reordered."""
+    st = open_store(store_path)
+    rng = np.random.default_rng(seed)
+    T, L = st.num_snapshots, LAYERS[model]
+    fwd = rng.uniform(1, 10, T)
+    agg, upd, rnn = (rng.uniform(0.1, 1, (T, L)) for _ in range(3))
+    ends = training_ends(st, window) if ends is None else ends
+    plan = build_plan(fwd, 2 * fwd, group_len=window, num_workers=workers, dataset=st.attrs["name"], model=model,
+                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends)
+    plan.save(path)
+    return plan
+
+
+def config(model, strategy, workers, **kw):
+    return TrainConfig(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": WINDOW, "epochs": 1,
+                          "workers": workers, **kw})
+
+
+def one_step(store_path, cfg, ends, ctx=None, comm=None):
+    """(loss, {param: grad}, deepest queue, GCN layer orders, steps of the epoch for B = 3)."""
+    tr = Trainer(store_path, cfg, progress=False, ctx=ctx, comm=comm)
+    tr.run.epoch = 1
+    tr.optimizer.zero_grad(set_to_none=True)
+    loss = tr.strategy.train_step(ends)
+    named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
+    grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
+    orders = [layer.order for layer in find_gcn_layers(tr.model)]
+    steps = tr.strategy.steps(tr.split.train, 3)
+    return loss, grads, getattr(tr.strategy, "max_queue", None), orders, steps
+
+
+def _group_steps(ctx, comm, store_path, cases):
+    return {key: one_step(store_path, config(m, s, ctx.workers, plan=plan), ends, ctx, comm)
+            for key, (m, s, plan, ends) in cases.items()}
+
+
+def _check_equal(got, ref):
+    loss, grads = got[:2]
+    rloss, rgrads = ref[:2]
+    assert loss == pytest.approx(rloss, rel=1e-5)
+    assert grads.keys() == rgrads.keys() and grads
+    for k in rgrads:
+        torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-6, msg=k)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_group_step_equals_sequential(store, tmp_path, workers):
+    ends = training_ends(open_store(store), WINDOW)
+    assert len(ends) == 7
+    cases, plans = {}, {}
+    for m in MODELS:
+        path = tmp_path / f"{m}.json"
+        plans[m] = make_plan(store, m, workers, path)
+        cases[(m, "group")] = (m, "group", str(path), ends)
+    cases[("wdgcn", "blad_even")] = ("wdgcn", "blad_even", str(tmp_path / "wdgcn.json"), ends)
+    cases[("tgcn", "blad_nm")] = ("tgcn", "blad_nm", str(tmp_path / "tgcn.json"), ends[2:5])
+    results = run_on(workers, _group_steps, store, cases, procs_per_worker=2, timeout=300)
+    assert len(results) == 2 * workers
+    for key, (m, s, _, e) in cases.items():
+        ref = one_step(store, config(m, "sequential", 1), e)
+        for rank, res in enumerate(results):
+            _check_equal(res[key], ref)
+            plan = plans[m]
+            groups = (plan.baseline_groups if s == "blad_even" else plan.groups).workers[rank // 2]
+            mine = [g for g in e if g in groups]
+            if rank % 2 == 0:  # p1's queue: full pipeline depth when it has two groups, never more
+                assert res[key][2] == min(PIPELINE_DEPTH, len(mine))
+    # the plan's operator order: a flipped layer runs the other order than the default ("auto")
+    other = {"aggregate_first": "update_first", "update_first": "aggregate_first"}
+    for m in MODELS:
+        default = [layer.resolved_order() for layer in find_gcn_layers(build_model(m, 6, HIDDEN))]
+        flags = np.asarray(plans[m].operators.update_first)
+        assert flags.any()  # the random plan reorders something
+        for rank, res in enumerate(results):
+            want = [other[d] if f else d for d, f in zip(default, flags[rank // 2, rank % 2])]
+            assert res[(m, "group")][3] == want
+    for rank, res in enumerate(results):  # the baselines keep the default
+        assert res[("wdgcn", "blad_even")][3] == ["auto"] and res[("tgcn", "blad_nm")][3] == ["auto", "auto"]
+    # steps: each of the epoch's ceil(7 / 3) = 3 steps holds a contiguous piece of every worker's groups
+    steps = results[0][("tgcn", "group")][4]
+    assert sorted(g for s in steps for g in s) == ends and len(steps) == 3
+    for w, groups in enumerate(plans["tgcn"].groups.workers):
+        pieces = [[g for g in s if g in groups] for s in steps]
+        assert [g for p in pieces for g in p] == groups
+        assert max(map(len, pieces)) - min(map(len, pieces)) <= 1
+
+
+def test_bad_plans_are_one_line(store, tmp_path, capsys):
+    def run(*args):
+        rc = main(["-q", "train", str(store), "--out-dir", str(tmp_path / "o"), "--model", "wdgcn", "--hidden", "5",
+                   "--window", str(WINDOW), "--epochs", "1", "--strategy", "group", *args])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and len(err.splitlines()) == 1, err
+        assert not (tmp_path / "o").exists()
+        return err
+
+    assert "schedule plan not found" in run("--options", json.dumps({"plan": str(tmp_path / "none.json")}))
+    make_plan(store, "wdgcn", 2, tmp_path / "p2.json")
+    assert "plan is for 2 workers, this run has 1" in run("--options", json.dumps({"plan": str(tmp_path / "p2.json")}))
+    make_plan(store, "wdgcn", 1, tmp_path / "w4.json", window=4)
+    assert "groups of 4 snapshots, this run's window is 3" in run("--options", json.dumps({"plan": str(tmp_path / "w4.json")}))
+    make_plan(store, "wdgcn", 1, tmp_path / "stale.json", ends=[2, 3, 4])
+    assert "a plan of another task, window or split" in run("--options", json.dumps({"plan": str(tmp_path / "stale.json")}))
+    make_plan(store, "tgcn", 1, tmp_path / "tgcn.json")
+    assert "plan is for model 'tgcn', expected 'wdgcn'" in run("--options", json.dumps({"plan": str(tmp_path / "tgcn.json")}))
+    d = make_plan(store, "wdgcn", 1, tmp_path / "split.json").to_dict()
+    d["processes"][0]["splits"][1] = WINDOW  # p2 would run nothing of that group
+    (tmp_path / "split.json").write_text(json.dumps(d))
+    assert "a group of 3 snapshots needs a split in 1..2" in run("--options", json.dumps({"plan": str(tmp_path / "split.json")}))
+    assert "window 1 is too short" in run("--window", "1")
+
+
+class _Dies(engine.Trainer):
+    def train_epoch(self, epoch):
+        if epoch == 1 and self.ctx.rank == 1:  # p2 of the only worker; p1 is waiting for its gradient
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().train_epoch(epoch)
+
+
+def _train_and_die(ctx, store_path, out, cfg):
+    engine.Trainer = _Dies
+    return engine._train_here(ctx, store_path, out, cfg, None, False)
+
+
+def test_a_dead_partner_stops_the_job(store, tmp_path):
+    make_plan(store, "wdgcn", 1, tmp_path / "p.json")
+    out = tmp_path / "o"
+    cfg = config("wdgcn", "group", 1, epochs=3, plan=str(tmp_path / "p.json"), batch_windows=7)
+    with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
+        launch(_train_and_die, 1, store, out, cfg, threads=1, timeout=60, procs_per_worker=2)
+    assert not out.exists() or not any(out.iterdir())
