@@ -98,17 +98,26 @@ def test_analyze_tables_and_bad_requests(tmp_path, capsys):
     st = open_store(out)
     assert pd.read_parquet(adir / "formats.parquet")["nnz"].tolist() == np.diff(st.offsets).tolist()
 
-    capsys.readouterr()
+    # a frame size longer than the store is skipped (the schema says so), the others are tabled
     assert main(["-q", "analyze", str(out), "--out-dir", str(tmp_path / "x"), "--parts", "overlap",
-                 "--frame-sizes", "2", str(st.num_snapshots + 1)]) == 2
-    assert "frame sizes [" in capsys.readouterr().err
-    synth = tmp_path / "synth.zarr"
-    gen = json.dumps({"format": "synthetic", "generator": "esdg",
-                      "params": {"num_nodes": 20, "num_snapshots": 3, "avg_degree": 2}})
-    assert main(["-q", "ingest", "--spec", gen, "--dataset", "s", "--out", str(synth)]) == 0
-    assert main(["-q", "analyze", str(synth), "--out-dir", str(tmp_path / "y"), "--parts", "redundancy"]) == 2
-    assert "no event stream" in capsys.readouterr().err
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+                 "--frame-sizes", "2", str(st.num_snapshots + 1)]) == 0
+    assert sorted(set(pd.read_parquet(tmp_path / "x" / "overlap.parquet")["frame_size"])) == [2]
+
+
+def test_analyze_defaults_fit_a_small_store_without_events(tmp_path, capsys):
+    """The README's command (every analysis, default options) on a 5-snapshot store without an event
+    stream: redundancy, frame size 8 and 8 partition workers are left out with a log line each."""
+    synth = _synth_store(tmp_path, "s", T=5)
+    adir = tmp_path / "analysis"
+    capsys.readouterr()
+    assert main(["analyze", str(synth), "--out-dir", str(adir), "--threads-only", "--cache-fanouts", "2",
+                 "--volume-partitioners", "hash"]) == 0
+    assert sorted(p.stem for p in adir.glob("*.parquet")) == ["cache", "formats", "overlap", "partitions", "volume"]
+    assert sorted(set(pd.read_parquet(adir / "overlap.parquet")["frame_size"])) == [2, 4]
+    assert sorted(set(pd.read_parquet(adir / "partitions.parquet")["workers"])) == [2, 4]
+    log = capsys.readouterr().err
+    assert "redundancy skipped" in log and "no event stream" in log
+    assert "frame sizes [8] skipped" in log and "partition worker counts [8] skipped" in log
 
 
 def _synth_store(tmp_path, name="s", T=8):

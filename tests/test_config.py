@@ -65,3 +65,83 @@ def test_embedded_default_config_is_valid():
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "config.yaml")
     assert {"collegemsg", "pubmed", "blad_small"} <= set(cfg["datasets"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: 1\nb: 2\na: 3\n", r"c\.yaml, line 3: duplicate key 'a' \(first given at line 1\)"),
+    ("train:\n  hidden: 8\n  lr: 0.1\n  hidden: 16\n", r"line 4: duplicate key 'hidden' \(first given at line 2\)"),
+    ("x: [1, {k: 1, k: 2}]\n", r"line 1: duplicate key 'k'"),
+    ("a: [\n", r"c\.yaml, line 2: not valid YAML \(expected the node content"),
+])
+def test_yaml_duplicate_keys_and_errors_name_the_line(text, message):
+    from dynagnn.config import load_yaml
+
+    with pytest.raises(ConfigError, match=message) as err:
+        load_yaml(text, "c.yaml")
+    assert "\n" not in str(err.value)
+
+
+def test_yaml_loader_keeps_what_safe_load_reads():
+    from dynagnn.config import load_yaml
+
+    text = "base: &b {x: 1, y: [2, 3]}\nover:\n  <<: *b\n  x: 5\nn: null\nf: 1.5e-3\n"
+    assert load_yaml(text) == yaml.safe_load(text) == {"base": {"x": 1, "y": [2, 3]}, "over": {"x": 5, "y": [2, 3]},
+                                                      "n": None, "f": 1.5e-3}
+
+
+def test_load_config_refuses_a_duplicate_key(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump(MIN) + "train:\n  epochs: 3\nseed: 1\ntrain:\n  epochs: 5\n")
+    with pytest.raises(ConfigError, match=rf"{f}, line \d+: duplicate key 'train'"):
+        load_config(f)
+
+
+@pytest.mark.parametrize("train, message", [
+    ({"model": "tgnc"}, r"train\.model: unknown model 'tgnc' \(did you mean 'tgcn'\?\); known: tgcn, "),
+    ({"strategy": "vertx"}, r"train\.strategy: unknown strategy 'vertx' \(did you mean 'vertex'\?\)"),
+    ({"runs": [{"dataset": "a", "strategies": ["sequential", "nope"]}]}, r"train\.runs\.0\.strategies\.1: unknown strategy 'nope'"),
+    ({"runs": [{"dataset": "a", "models": ["wdgnc"]}]}, r"train\.runs\.0\.models\.0: 'wdgnc' is not one of .*did you mean 'wdgcn'"),
+    ({"runs": [{"dataset": "a", "options": {"strategy": "x"}}]}, r"train\.runs\.0\.options\.strategy: unknown strategy 'x'"),
+    ({"runs": [{"dataset": "a", "options": {"hidden": 0}}]}, r"train\.runs\.0\.options\.hidden: 0 is less than the minimum of 1"),
+    ({"device": "gpu"}, r"train\.device: 'gpu' is not cpu, cuda or cuda:N"),
+])
+def test_train_names_are_checked_against_the_registries(train, message):
+    with pytest.raises(ConfigError, match=message):
+        validate({**MIN, "train": train})
+
+
+def test_every_registered_strategy_and_model_is_accepted():
+    from dynagnn.models import MODELS
+    from dynagnn.train.strategies import STRATEGIES
+
+    run = {"dataset": "a", "models": list(MODELS), "strategies": list(STRATEGIES)}
+    cfg = validate({**MIN, "train": {"runs": [run], "model": list(MODELS)[-1], "strategy": list(STRATEGIES)[-1]}})
+    assert cfg["train"]["runs"][0]["strategies"] == list(STRATEGIES)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("train.hidden", 0, r"^--x: 0 is less than the minimum of 1 \(config key train\.hidden\)$"),
+    ("train.hidden", [16, 0], r"^--x: 0 is less than the minimum of 1"),  # a list for a one-value key: each item
+    ("analysis.cache.fractions", [0.1, 2.5], r"^--x: 2\.5 is greater than the maximum of 1"),
+    ("train.lr", -1.0, r"^--x: -1\.0 is less than or equal to the minimum of 0"),
+    ("schedule.workers.items", 0, r"^--x: 0 is less than the minimum of 1 \(config key schedule\.workers\.items\)$"),
+    ("cost.grid", "huge", r"^--x: 'huge' is not one of \['auto', 'quick', 'medium'\]"),
+])
+def test_check_value_is_the_schema_check_named_by_the_flag(key, value, message):
+    from dynagnn.config import check_value
+
+    with pytest.raises(ConfigError, match=message):
+        check_value(key, value, "--x")
+    check_value(key, [1] if isinstance(value, list) else {"train.lr": 0.5, "cost.grid": "quick"}.get(key, 1), "--x")
+
+
+def test_check_options_names_where_the_options_came_from():
+    from dynagnn.config import check_options
+
+    check_options("train", {"hidden": 8, "tbptt": None, "plan": None}, "--options")
+    with pytest.raises(ConfigError, match=r"^--options hidden: 0 is less than the minimum of 1$"):
+        check_options("train", {"hidden": 0}, "--options")
+    with pytest.raises(ConfigError, match=r"^--options: unknown key 'hiden' \(did you mean 'hidden'\?\)"):
+        check_options("train", {"hiden": 8}, "--options")
+    with pytest.raises(ConfigError, match=r"^--options: unknown key 'runs'"):  # a run's options hold no runs
+        check_options("train", {"runs": []}, "--options")

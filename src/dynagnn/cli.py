@@ -8,17 +8,22 @@
     python -m dynagnn train   results/collegemsg/store.zarr --out-dir results/collegemsg/tgcn/sequential --model tgcn
     python -m dynagnn info    results/collegemsg/store.zarr
 
-Errors in the input (a missing file, a malformed row, a config typo, a store of another version)
-print one line naming what is wrong and exit with status 2; nothing half-written is left behind.
+Errors in the input (a missing file, a malformed row, a config typo, a bad flag, a store of another
+version) print one line naming what is wrong and exit with status 2; nothing half-written is left
+behind. A flag that stands for a config key (:data:`FLAG_KEYS`) is checked against that key's schema,
+the check config.yaml gets, before the stage starts; so are the output paths (:data:`OUTPUTS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import os
 import sys
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from . import __version__
@@ -27,9 +32,43 @@ from .errors import ConfigError, DynagnnError
 
 log = logging.getLogger("dynagnn")
 
+# Seconds to wait for a Dask scheduler named by --scheduler (Dask's own default is 30).
+SCHEDULER_CONNECT_S = 10
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors on one line, as dynagnn's own (argparse prints the usage, then the error),
+    and an unknown flag blamed on the stage's parser, whose --help lists the flags it knows."""
+
+    stages: dict[str, argparse.ArgumentParser] = {}
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.stages.get(getattr(parsed, "stage", None), self).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+
+def _positive(kind):
+    """An argparse type: a ``kind`` (int, float) above 0, for flags that no config key stands for."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text}: must be greater than 0")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="dynagnn",
         description="Fast training of dynamic graph neural networks: the stages of the dynagnn workflow. "
                     "Snakemake runs them for you (`snakemake --cores N`); each also runs alone.",
@@ -39,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     p.add_argument("-q", "--quiet", action="store_true", help="log warnings only, no progress bars")
     sub = p.add_subparsers(dest="stage", required=True, metavar="stage")
+    p.stages = sub.choices
 
     ing = sub.add_parser("ingest", help="read (or generate) a dataset into a Zarr snapshot store",
                          description="Read a temporal graph (or generate one), cut it into snapshots and "
@@ -67,8 +107,9 @@ def _parser() -> argparse.ArgumentParser:
                                     "each a Parquet table and a figure in --out-dir.")
     an.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     an.add_argument("--out-dir", type=Path, required=True, help="directory of the tables and figures")
-    an.add_argument("--parts", nargs="+", choices=ANALYSES, default=list(ANALYSES),
-                    help="which analyses (default: all; redundancy needs an event stream)")
+    an.add_argument("--parts", nargs="+", choices=ANALYSES,
+                    help="which analyses (default: every one the store allows; redundancy needs an event "
+                         "stream, overlap a frame size that fits)")
     d = AnalysisOptions()  # the defaults of every analysis flag
     an.add_argument("--frame-sizes", nargs="+", type=int, default=list(d.frame_sizes), help="snapshots per frame (PiPAD)")
     an.add_argument("--edge-lives", nargs="+", type=int, default=list(d.edge_lives), help="edge lives for the format table")
@@ -102,13 +143,13 @@ def _parser() -> argparse.ArgumentParser:
                                     "predicted_vs_measured.png in --out-dir.")
     pr.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     pr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs (results/cost/<device>)")
-    pr.add_argument("--grid", choices=("auto", "quick", "medium"), default="auto",
+    pr.add_argument("--grid", default="auto",
                     help="auto (default): a small grid spanning the --stores' snapshot shapes and the models' "
                          "widths; quick: a tiny fixed grid (tests); medium: the benchmark's grid")
     pr.add_argument("--stores", nargs="+", type=Path, default=[], help="snapshot stores whose shapes the grid spans")
     pr.add_argument("--models", nargs="+", help="models whose operators are profiled (default: every operator)")
     pr.add_argument("--hidden", nargs="+", type=int, default=[32], help="hidden widths of the models (default 32)")
-    pr.add_argument("--widths", nargs="+", type=int,
+    pr.add_argument("--widths", nargs="+", type=_positive(int),
                     help="feature widths the grid spans (default: every width the models run at)")
     pr.add_argument("--threads", type=int, help="torch intra-op threads while timing (default: torch's choice)")
     pr.add_argument("--repeats", type=int, default=5, help="timed samples per shape; the median is kept (default 5)")
@@ -132,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--overlap", type=Path, help="the analysis stage's overlap.parquet: adds PiPAD's per-frame tuner")
     sc.add_argument("--balance", choices=("dp", "eq2", "even"), default="dp",
                     help="intra-worker split: dp (exact programme, default), eq2 (printed Eq. 2), even")
-    sc.add_argument("--memory-gb", type=float, default=8.0, help="device memory for one tuner partition (default 8)")
+    sc.add_argument("--memory-gb", type=_positive(float), default=8.0, help="device memory for one tuner partition (default 8)")
     sc.add_argument("--figure", type=Path, help="the figure (PNG; default: plan-<workers>.png beside --out)")
     sc.add_argument("--check", type=Path, metavar="PLAN",
                     help="instead of planning, load PLAN, check it is for this store, model and worker count, "
@@ -159,16 +200,16 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
                                                  "whose WORLD_SIZE wins)")
     tr.add_argument("--batch-windows", type=int, help="windows per optimiser step, B (default 1)")
-    tr.add_argument("--partitioner", choices=("metis", "hash"), help="vertex strategy: vertex split (default metis)")
+    tr.add_argument("--partitioner", help="vertex strategy: vertex split, metis (default) or hash")
     tr.add_argument("--options", help="training options as a JSON object (keys of config.yaml's train section)")
-    tr.add_argument("--task", choices=("auto", "link", "classify", "regress"),
-                    help="default auto: classify with integer labels, regress with float labels, else link")
+    tr.add_argument("--task", help="auto (default: classify with integer labels, regress with float labels, else "
+                                   "link), link, classify (integer class labels) or regress")
     tr.add_argument("--epochs", type=int, help="maximum epochs (default 20)")
     tr.add_argument("--window", type=int, help="snapshots per window, l (default 4)")
     tr.add_argument("--hidden", type=int, help="embedding width (default 32)")
     tr.add_argument("--lr", type=float, help="Adam learning rate (default 0.01)")
     tr.add_argument("--checkpoint-blocks", type=int, help="ESDG time blocks per window; 1 = no checkpointing")
-    tr.add_argument("--transfer", choices=("full", "diff"), help="snapshot transfer: full or ESDG graph difference")
+    tr.add_argument("--transfer", help="snapshot transfer: full (default) or diff (ESDG graph difference)")
     tr.add_argument("--device", help="cpu (default), cuda or cuda:N")
     tr.add_argument("--threads", type=int, help="torch intra-op threads per worker process (default: one "
                                                  "process: torch's choice; several: the cores divided among them)")
@@ -224,25 +265,47 @@ def _store_title(path) -> str:
     return f"{store.attrs.get('name', '')}: N={store.num_nodes}, T={store.num_snapshots}"
 
 
-def cmd_stats(args) -> None:
+@contextmanager
+def _dask(args):
+    """The stage's Dask client (:func:`dynagnn.analysis.parallel.dask_client`). A scheduler named by
+    --scheduler (or $DASK_SCHEDULER_ADDRESS) that does not answer within :data:`SCHEDULER_CONNECT_S`
+    is a ConfigError, not Dask's traceback after 30 s."""
+    import dask
+
     from .analysis.parallel import dask_client
+
+    address = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    with ExitStack() as stack:
+        if address:
+            stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": f"{SCHEDULER_CONNECT_S}s"}))
+        try:
+            client = stack.enter_context(dask_client(args.workers, args.scheduler, processes=not args.threads_only))
+        except (OSError, ValueError) as exc:
+            if not address:
+                raise
+            name = "--scheduler" if args.scheduler else "$DASK_SCHEDULER_ADDRESS"
+            raise ConfigError(f"{name} {address}: no Dask scheduler reachable there "
+                              f"({' '.join(str(exc).split())})") from None
+        yield client
+
+
+def cmd_stats(args) -> None:
     from .analysis.stage import stats_stage
     from .report.figures import load_variation
 
-    with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
+    with _dask(args) as client:
         df = stats_stage(args.store, args.out, client, progress=not args.quiet)
     if args.figure:
         load_variation(df, args.figure, title=_store_title(args.store))
 
 
 def cmd_analyze(args) -> None:
-    from .analysis.parallel import dask_client
     from .analysis.stage import analyze_stage
     from .report.figures import ANALYSIS_FIGURES
 
-    options = AnalysisOptions(**{f: getattr(args, f) for f in AnalysisOptions.__dataclass_fields__})
+    options = AnalysisOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(AnalysisOptions)})
     title = _store_title(args.store)
-    with dask_client(args.workers, args.scheduler, processes=not args.threads_only) as client:
+    with _dask(args) as client:
         analyze_stage(args.store, args.out_dir, client, args.parts, options, progress=not args.quiet,
                       on_table=lambda part, df: ANALYSIS_FIGURES[part](df, args.out_dir / f"{part}.png", title))
 
@@ -291,7 +354,82 @@ TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", 
                "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner")
 
 
+def _analysis_key(field: str) -> str:
+    """The config key of an AnalysisOptions field: ``cache_fractions`` is ``analysis.cache.fractions``."""
+    for sub in ("cache", "volume"):
+        if field.startswith(f"{sub}_"):
+            return f"analysis.{sub}.{field[len(sub) + 1:]}"
+    return f"analysis.{field}"
+
+
+_DASK_KEYS = {"workers": "dask.workers", "scheduler": "dask.scheduler_address"}
+
+# Per stage, each flag (argparse dest) that stands for a config key: the key's schema checks the flag.
+# A flag giving a list for a key of one value (profile --hidden) has each item checked.
+FLAG_KEYS: dict[str, dict[str, str]] = {
+    "ingest": {"threads": "ingest_threads"},
+    "stats": _DASK_KEYS,
+    "analyze": {**_DASK_KEYS, **{f.name: _analysis_key(f.name) for f in dataclasses.fields(AnalysisOptions)}},
+    "profile": {"device": "train.device", "grid": "cost.grid", "threads": "cost.threads", "repeats": "cost.repeats",
+                "models": "train.runs.items.models", "hidden": "train.hidden", "seed": "seed"},
+    "schedule": {"model": "schedule.runs.items.models.items", "workers": "schedule.workers.items",
+                 "window": "schedule.runs.items.window", "hidden": "schedule.runs.items.hidden"},
+    "train": {k: f"train.{k}" for k in TRAIN_FLAGS},
+}
+
+# Per stage, each output flag: the suffixes its file must have, or None for a directory.
+OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "stats": {"out": (".parquet",), "figure": (".png",)},
+    "analyze": {"out_dir": None},
+    "profile": {"out_dir": None},
+    "schedule": {"out": (".json",), "figure": (".png",)},
+    "train": {"out_dir": None},
+}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def check_flags(args) -> None:
+    """Every given flag of the stage that stands for a config key, against that key's schema."""
+    from .config import check_value
+
+    for dest, key in FLAG_KEYS.get(args.stage, {}).items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_value(key, value, _flag(dest))
+
+
+def check_output(path: Path, flag: str, suffixes: tuple[str, ...] | None) -> None:
+    """Refuse, before anything is written, an output path that could not be written whole: a file
+    output of another suffix or that is a directory, a directory output that is a file, or a place
+    whose nearest existing folder is not a writable directory."""
+    if suffixes is None:
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{flag} {path}: exists and is not a directory")
+    else:
+        if path.is_dir():
+            raise ConfigError(f"{flag} {path}: is a directory; expected a {' or '.join(suffixes)} file")
+        if path.suffix.lower() not in suffixes:
+            raise ConfigError(f"{flag} {path}: expected a file name ending in {' or '.join(suffixes)}")
+    folder = path.absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {path}: cannot write in {folder} (permission denied)")
+
+
+def check_outputs(args) -> None:
+    for dest, suffixes in OUTPUTS.get(args.stage, {}).items():
+        if getattr(args, dest, None) is not None:
+            check_output(getattr(args, dest), _flag(dest), suffixes)
+
+
 def cmd_train(args) -> None:
+    from .config import check_options
     from .report.figures import training_curves
     from .train.engine import TrainConfig, train
 
@@ -301,8 +439,7 @@ def cmd_train(args) -> None:
             options = json.loads(args.options)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--options is not valid JSON: {exc}") from exc
-        if not isinstance(options, dict):
-            raise ConfigError("--options must be a JSON object")
+        check_options("train", options, "--options")
     options.update({k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None})
     config = TrainConfig.from_dict(options)
     t0 = time.perf_counter()
@@ -350,10 +487,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
     try:
+        check_flags(args)
+        check_outputs(args)
         COMMANDS[args.stage](args)
+        sys.stdout.flush()  # here, so that a closed pipe is met below and not at exit
     except DynagnnError as exc:
-        print(f"dynagnn {args.stage}: error: {exc}", file=sys.stderr)
+        print(f"dynagnn {args.stage}: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (`dynagnn info | head`): stop quietly, the Python docs' way
+        # (stdout to devnull, so that the interpreter's last flush does not fail again).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print(f"dynagnn {args.stage}: interrupted", file=sys.stderr)
         return 130

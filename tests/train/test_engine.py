@@ -83,7 +83,7 @@ def test_checkpoint_of_another_model_is_refused(link_store, tmp_path):
 
 
 def test_bad_options(link_store):
-    with pytest.raises(ConfigError, match="unknown training option"):
+    with pytest.raises(ConfigError, match=r"train: unknown key 'windw' \(did you mean 'window'\?\)"):
         TrainConfig.from_dict({"windw": 3})
     with pytest.raises(ConfigError, match="longer than"):
         Trainer(link_store, TrainConfig(window=20), progress=False)

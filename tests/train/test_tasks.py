@@ -26,6 +26,46 @@ def test_infer_task(link_store, class_store, regress_store):
     assert [infer_task(open_store(p)) for p in (link_store, class_store, regress_store)] == ["link", "classify", "regress"]
 
 
+class _LabelledStore:
+    """The little of a store that the task choice and the label check read: labels of one dtype."""
+
+    def __init__(self, labels):
+        self.path, self.labels_y = "fake.zarr", np.asarray(labels)
+        self.num_snapshots, self.num_nodes = 1, self.labels_y.shape[-1]
+        self.root = {"labels/y": self.labels_y}
+
+    def has(self, name):
+        return name == "labels/y"
+
+    def labels(self, t=None):
+        return self.labels_y
+
+
+@pytest.mark.parametrize("labels, task", [
+    (np.array([0, 2, 1], dtype=np.int64), "classify"),
+    (np.array([0, 2, 1], dtype=np.int32), "classify"),
+    (np.array([True, False, True]), "classify"),
+    (np.array([0.25, 1.5, 3.0], dtype=np.float32), "regress"),
+    (np.array([0.0, 2.0, 1.0], dtype=np.float64), "regress"),  # whole-valued floats are targets, not classes
+])
+def test_auto_classifies_integer_labels_only(labels, task):
+    assert infer_task(_LabelledStore(labels)) == task
+
+
+@pytest.mark.parametrize("labels", [np.array([0.25, 1.9, 3.0], dtype=np.float32),
+                                    np.array([0.0, 2.0, 1.0], dtype=np.float64)])
+def test_classify_refuses_real_valued_labels(labels):
+    """Truncating 1.9 to class 1 would report an accuracy of a task nobody asked for."""
+    with pytest.raises(ConfigError, match=rf"needs integer class labels, labels/y holds {labels.dtype} values; "
+                                          r"for real-valued targets use task regress"):
+        NodeClassification(_LabelledStore(labels))
+
+
+def test_classify_refuses_a_regression_store(regress_store):
+    with pytest.raises(ConfigError, match="needs integer class labels.*task regress"):
+        make_task("classify", open_store(regress_store))
+
+
 def test_window_longer_than_dataset(link_store):
     task = make_task("link", open_store(link_store))
     assert task.steps(3) == list(range(2, 7))  # t+1 must exist

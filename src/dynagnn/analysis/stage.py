@@ -12,6 +12,7 @@ workflow's targets (``rules/common.smk``) are its tables; ``tests/workflow`` che
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -64,20 +65,43 @@ def stats_stage(store_path: str | Path, out: str | Path, client=None, progress: 
     return df
 
 
-def check_parts(store, parts: Sequence[str], options: AnalysisOptions) -> None:
-    """Stop before any work when an analysis cannot run on this store with these options."""
+def fit_to_store(store, parts: Sequence[str] | None, options: AnalysisOptions) -> tuple[list[str], AnalysisOptions]:
+    """The analyses to run and the options they run with, fitted to this store before any work.
+
+    A frame size or worker count the store is too small for is left out with a log line (frames
+    longer than the store, more workers than vertices or snapshots), as the config schema promises.
+    ``parts`` None means every analysis the store allows: one it cannot run (redundancy without an
+    event stream, overlap when no frame size fits) is left out with a log line. A part asked for by
+    name that cannot run is an InputError.
+    """
+    asked = parts is not None
+    parts = list(ANALYSES) if parts is None else list(parts)
     unknown = [p for p in parts if p not in ANALYSES]
     if unknown:
         raise InputError(f"unknown analyses {unknown}; known: {', '.join(ANALYSES)}")
-    if any(p in NEEDS_EVENTS for p in parts) and not store.has("events/src"):
-        raise InputError(f"{store.path}: no event stream, so no temporal redundancy; leave out --parts redundancy")
-    bad = [s for s in options.frame_sizes if not 2 <= s <= store.num_snapshots]
-    if "overlap" in parts and bad:
-        raise InputError(f"frame sizes {bad} out of range: a frame holds 2 to {store.num_snapshots} snapshots")
-    if "partitions" in parts or "volume" in parts:
-        from .partitions import check_workers
-
-        check_workers(store, options.partition_workers)
+    N, T = store.num_nodes, store.num_snapshots
+    frames = [s for s in options.frame_sizes if s <= T]
+    workers = [P for P in options.partition_workers if P <= min(N, T)]
+    if "overlap" in parts and len(frames) < len(options.frame_sizes):
+        log.info("frame sizes %s skipped: longer than the store's %d snapshots",
+                 [s for s in options.frame_sizes if s > T], T)
+    if {"partitions", "volume"} & set(parts) and len(workers) < len(options.partition_workers):
+        log.info("partition worker counts %s skipped: a worker needs a vertex and a snapshot (N=%d, T=%d)",
+                 [P for P in options.partition_workers if P > min(N, T)], N, T)
+    why_not = {}
+    if not store.has("events/src"):
+        why_not.update({p: f"{store.path}: no event stream, so no {p} table" for p in NEEDS_EVENTS})
+    if not frames:
+        why_not["overlap"] = f"frame sizes {list(options.frame_sizes)}: none fits the store's {T} snapshots"
+    if not workers:
+        why_not.update({p: f"partition workers {list(options.partition_workers)}: none fits the store "
+                           f"(a worker needs a vertex and a snapshot; N={N}, T={T})" for p in ("partitions", "volume")})
+    for p in [p for p in parts if p in why_not]:
+        if asked:
+            raise InputError(f"{why_not[p]}; leave out --parts {p}")
+        log.info("%s skipped: %s", p, why_not[p])
+        parts.remove(p)
+    return parts, dataclasses.replace(options, frame_sizes=frames, partition_workers=workers)
 
 
 def _table(part: str, store_path: str, store, client, o: AnalysisOptions, progress: bool) -> pd.DataFrame:
@@ -111,18 +135,18 @@ def _table(part: str, store_path: str, store, client, o: AnalysisOptions, progre
     return redundancy_table(store_path, client, o.batch_sizes, k=o.neighbors)
 
 
-def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Sequence[str] = ANALYSES,
+def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Sequence[str] | None = None,
                   options: AnalysisOptions | None = None, progress: bool = True,
                   on_table=None) -> dict[str, pd.DataFrame]:
-    """Run the analyses ``parts`` (in :data:`ANALYSES` order) on the store with a Dask ``client`` and
-    write each table to ``out_dir/<part>.parquet``; returns ``{part: table}``. ``on_table(part, df)``,
-    when given, is called after each table is written (the CLI draws its figure there)."""
+    """Run the analyses ``parts`` (in :data:`ANALYSES` order; None: every one the store allows, see
+    :func:`fit_to_store`) on the store with a Dask ``client`` and write each table to
+    ``out_dir/<part>.parquet``; returns ``{part: table}``. ``on_table(part, df)``, when given, is
+    called after each table is written (the CLI draws its figure there)."""
     from ..data.store import open_store
     from ..tables import write_table
 
-    options = options or AnalysisOptions()
     store = open_store(store_path)
-    check_parts(store, parts, options)
+    parts, options = fit_to_store(store, parts, options or AnalysisOptions())
     out = Path(out_dir)
     tables = {}
     for part in (p for p in ANALYSES if p in parts):

@@ -10,7 +10,9 @@ A window ends at snapshot t (it holds t-l+1..t). The tasks:
   corruptions.
 * ``classify``: node classification. The targets at t are the labelled vertices active in snapshot
   t (degree > 0), so a step asks for the class of the vertices the graph shows at that time (for
-  PubMed: papers cited or citing within the edge life). Accuracy and macro-F1.
+  PubMed: papers cited or citing within the edge life). Accuracy and macro-F1. The labels must be
+  stored as integers (or booleans): real-valued targets are refused, never truncated to classes, and
+  ``auto`` picks ``classify`` only for integer labels.
 * ``regress``: node regression of ``labels[t]`` for every vertex (england_covid case counts). MSE, MAE.
 
 Time steps are split chronologically: the first 70% of the valid window ends train, the next 15%
@@ -53,12 +55,17 @@ def chronological_split(steps: list[int], val: float = 0.15, test: float = 0.15)
     return Split(steps[:n_train], steps[n_train:n_train + n_val], steps[n_train + n_val:])
 
 
+def class_labels(dtype) -> bool:
+    """Whether labels of ``dtype`` are class labels: integers or booleans. A float array is a
+    real-valued target even when its values happen to be whole (case counts): it is not classified."""
+    return np.dtype(dtype).kind in "iub"
+
+
 def infer_task(store) -> str:
-    """``classify`` for integer labels, ``regress`` for float labels, else ``link``."""
+    """``classify`` for integer (or boolean) labels, ``regress`` for any other labels, else ``link``."""
     if not store.has("labels/y"):
         return "link"
-    y = store.root["labels/y"]
-    return "classify" if np.issubdtype(y.dtype, np.integer) else "regress"
+    return "classify" if class_labels(store.root["labels/y"].dtype) else "regress"
 
 
 class Task:
@@ -199,6 +206,9 @@ class NodeClassification(Task):
         if not store.has("labels/y"):
             raise ConfigError(f"{store.path}: node classification needs labels (labels/y), this store has none")
         y = np.asarray(store.labels())
+        if not class_labels(y.dtype):
+            raise ConfigError(f"{store.path}: node classification needs integer class labels, labels/y holds "
+                              f"{y.dtype} values; for real-valued targets use task regress (--task regress)")
         self.static = y.ndim == 1
         self.labels = torch.from_numpy(y.astype(np.int64))
         self.num_classes = int(y.max()) + 1
