@@ -14,9 +14,10 @@ def test_defaults_filled():
     spec = cfg["datasets"]["a"]
     assert cfg["dask"] == {"scheduler_address": None, "workers": 2, "processes": True}
     assert cfg["results"] == "results" and cfg["ingest_threads"] == 2
-    assert spec["self_loops"] == "drop" and spec["edge_life"] == 1 and spec["empty_snapshots"] == "keep"
+    assert spec["self_loops"] == "auto" and spec["edge_weight"] == "auto"
+    assert spec["edge_life"] == 1 and spec["empty_snapshots"] == "keep"
     assert spec["features"] == {"kind": "auto", "dim": 32, "seed": 0}
-    assert spec["snapshots"] == {"by": "count", "size": 10, "start": None}
+    assert spec["snapshots"] == {"by": "count", "size": 10, "start": None, "max_count": 100000}
     assert "dask" not in MIN  # the input is not modified
 
 

@@ -46,6 +46,36 @@ def _replace(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporary siblings of ``path`` (:func:`temporary_sibling`) whose process is gone:
+    what a writer killed mid-write (``kill -9``, a lost node) left, which no ``finally`` removed.
+    A sibling of a running process, or of a pid this machine does not know to be dead, is kept.
+    Returns the removed paths."""
+    path = Path(path)
+    prefix = f".{path.name}."
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for sibling in path.parent.iterdir():
+        rest = sibling.name[len(prefix):] if sibling.name.startswith(prefix) else ""
+        kind, _, tail = rest.partition("-")
+        pid, _, token = tail.partition("-")
+        if kind in ("tmp", "old") and pid.isdigit() and len(token) == 8 and not _pid_alive(int(pid)):
+            _remove(sibling)
+            removed.append(sibling)
+    return removed
+
+
 def write_all(files: Mapping[str | Path, Writer]) -> list[Path]:
     """Write every ``{target: writer}`` through a temporary sibling, then rename them all: a
     failing writer changes no target. Parent folders are created. Returns the targets, in the mapping's order."""

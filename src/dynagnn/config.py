@@ -227,6 +227,12 @@ def check_dataset(name: str, spec: dict[str, Any]) -> None:
         raise ConfigError(f"{where}.snapshots: by count needs a size (events per snapshot)")
     if by is None and fmt not in ("as733", "pyg-temporal-json", "synthetic"):
         raise ConfigError(f"{where}.snapshots: say how to cut the events: by time (with width) or by count (with size)")
+    from .data.sources import check_options  # the readers' own signatures say which options exist
+
+    try:
+        check_options(fmt, spec.get("options"))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.options: {exc}") from exc
 
 
 class DuplicateKeyError(yaml.MarkedYAMLError):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dynagnn.data import discretize as D
-from dynagnn.data.types import EventStream, RawGraph
+from dynagnn.data.types import EventStream, RawGraph, SnapshotList
 from dynagnn.errors import InputError
 
 from ..conftest import random_events
@@ -86,6 +86,63 @@ def test_window_bounds_time_and_count():
     assert bounds.tolist() == [0, 4, 5, 5, 6]  # [0,10) [10,20) [20,30) [30,40)
 
 
+def test_window_times_keep_the_source_type():
+    """Fractional starts are float64 and distinct (they were floored to int64, duplicating times)."""
+    t = np.array([3, 3, 4])
+    bounds, times = D.window_bounds(t, by="time", width=0.25)
+    assert times.dtype == np.float64 and times.tolist() == [3.0, 3.25, 3.5, 3.75, 4.0]
+    assert bounds.tolist() == [0, 2, 2, 2, 2, 3]
+    _, times = D.window_bounds(t, by="time", width=1, start=2.5)      # a fractional start
+    assert times.dtype == np.float64 and times.tolist() == [2.5, 3.5]
+    _, times = D.window_bounds(t, by="time", width=2.0, start=2)      # integral: stays int64
+    assert times.dtype == np.int64 and times.tolist() == [2, 4]
+    tf = np.array([0.5, 0.75, 2.125])
+    _, times = D.window_bounds(tf, by="count", size=2)
+    assert times.dtype == np.float64 and times.tolist() == [0.5, 2.125]
+    ev = EventStream(np.array([0, 1, 0]), np.array([1, 2, 2]), tf)
+    snaps = D.build_snapshots(RawGraph(num_nodes=3, node_ids=np.arange(3), events=ev), by="time", width=0.5)
+    assert snaps.time.dtype == np.float64 and snaps.time.tolist() == [0.5, 1.0, 1.5, 2.0]
+    assert len(set(snaps.time.tolist())) == snaps.num_snapshots
+
+
+@pytest.mark.parametrize("t, kw", [
+    (np.array([5, 5, 6, 9, 15, 30]), {"by": "time", "width": 5}),
+    (np.array([5, 5, 6, 9, 15, 30]), {"by": "time", "width": 10, "start": 0}),
+    (np.array([5, 5, 6, 9, 15, 30]), {"by": "time", "width": 0.7}),
+    (np.array([0.1, 0.2, 0.35]), {"by": "time", "width": 0.05}),
+    (np.arange(10), {"by": "count", "size": 3}),
+    (np.arange(9), {"by": "count", "size": 3}),
+])
+def test_window_count_predicts_window_bounds(t, kw):
+    """The count ingest checks against snapshots.max_count is the count window_bounds then makes."""
+    bounds, times = D.window_bounds(t, **kw)
+    assert D.window_count(t[0], t[-1], len(t), **kw) == len(times)
+    if kw["by"] == "time":  # the last window holds the last event, and no window is surplus
+        assert times[-1] <= t[-1] < times[-1] + kw["width"]
+        for k in range(len(times)):
+            window = t[bounds[k]:bounds[k + 1]]
+            assert np.all((window >= times[k]) & (window < times[k] + kw["width"]))
+    else:
+        assert np.diff(bounds).max() == kw["size"] and bounds[-2] < len(t)
+
+
+def test_resolve_rules_defaults():
+    weighted = RawGraph(num_nodes=3, node_ids=np.arange(3),
+                        events=EventStream(np.array([0]), np.array([1]), np.array([0]), np.array([2.0], np.float32)))
+    plain = RawGraph(num_nodes=3, node_ids=np.arange(3), events=EventStream(np.array([0]), np.array([1]), np.array([0])))
+    assert D.resolve_rules(weighted, "time") == ("sum", "drop")
+    assert D.resolve_rules(plain, "count") == ("count", "drop")
+    snaps = RawGraph(num_nodes=2, node_ids=np.arange(2),
+                     snapshots=SnapshotList([np.array([0])], [np.array([0])], [np.array([3.0], np.float32)], np.arange(1)))
+    assert D.resolve_rules(snaps, "source") == ("sum", "keep")
+    assert D.resolve_rules(snaps, "source", "binary", "drop") == ("binary", "drop")
+    with pytest.raises(ValueError, match="edge_weight must be one of"):
+        D.resolve_rules(plain, "time", "mean")
+    # the default keeps a source snapshot's weighted self-loop, with its weight
+    s = D.build_snapshots(snaps, by="source")
+    assert (s.row.tolist(), s.col.tolist(), s.weight.tolist()) == ([0], [0], [3.0])
+
+
 def test_empty_windows_kept_or_refused():
     ev = EventStream(np.array([0, 1]), np.array([1, 2]), np.array([0, 25]))
     raw = RawGraph(num_nodes=3, node_ids=np.arange(3), events=ev, name="gap")
@@ -108,17 +165,24 @@ def test_clean_events_duplicates_and_loops():
     assert len(want) < len(ev)  # the fixture has both kinds
 
 
-def test_source_snapshots_symmetrised(snapshot_graph):
-    snaps = D.build_snapshots(snapshot_graph, by="source")
+@pytest.mark.parametrize("self_loops", ["auto", "keep", "drop"])
+def test_source_snapshots_symmetrised(snapshot_graph, self_loops):
+    """A source's own snapshots keep their self-loops by default (once: a loop is its own reverse)."""
+    snaps = D.build_snapshots(snapshot_graph, by="source", self_loops=self_loops)
     sl = snapshot_graph.snapshots
+    loops = 0
     for k in range(len(sl)):
         want = defaultdict(float)
         for u, v in zip(sl.rows[k], sl.cols[k]):
             if u != v:
                 want[(int(u), int(v))] += 1
                 want[(int(v), int(u))] += 1
+            elif self_loops != "drop":
+                want[(int(u), int(u))] += 1
+                loops += 1
         assert as_dicts(snaps)[k] == dict(want)
     assert snaps.time.tolist() == sl.times.tolist()
+    assert (loops > 0) == (self_loops != "drop")  # the fixture has some
 
 
 def test_by_source_needs_snapshots(event_graph):

@@ -1,7 +1,9 @@
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from dynagnn.data.ids import dense_ids
+from dynagnn.errors import InputError
 
 
 def check(cols, mapped, table):
@@ -23,3 +25,11 @@ def test_string_ids_from_numpy_and_arrow():
     mapped, table = dense_ids(np.array(cols[0], dtype=object), pa.chunked_array([pa.array(cols[1])]))
     check(cols, mapped, table)
     assert mapped[0].tolist() == [1, 0, 3]
+
+
+def test_unsigned_ids_past_int64_refused_not_wrapped():
+    """uint64 ids >= 2**63 would wrap to negative int64 ids (reordered, and stored wrong)."""
+    with pytest.raises(InputError, match=f"node id {2**64 - 1} does not fit in 64 bits"):
+        dense_ids(np.array([1, 2**64 - 1], dtype=np.uint64), np.array([3], dtype=np.uint64))
+    mapped, table = dense_ids(np.array([2**63 - 1, 5], dtype=np.uint64))
+    assert table.tolist() == [5, 2**63 - 1] and mapped[0].tolist() == [1, 0]

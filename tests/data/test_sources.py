@@ -24,7 +24,7 @@ from dynagnn.data.sources import (
     read_snap_edgelist,
     read_source,
 )
-from dynagnn.errors import InputError
+from dynagnn.errors import ConfigError, InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "pyg_temporal"
@@ -155,6 +155,70 @@ def test_snap_bad_input(tmp_path):
     packed = tmp_path / "bad.txt.gz"
     gzip_copy(short, packed)
     expect_error(lambda: read_snap_edgelist(packed), packed, 4, "got 2")
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, -(2**63) - 1])
+@pytest.mark.parametrize("column", [0, 1])
+def test_snap_ids_beyond_64_bits(tmp_path, value, column):
+    """An id outside int64 is one InputError naming its line (pandas overflowed with a traceback)."""
+    row = ["2", "3", "4"]
+    row[column] = str(value)
+    path = write(tmp_path / "big.txt", "1 2 3\n" + " ".join(row) + "\n")
+    expect_error(lambda: read_snap_edgelist(path), path, 2,
+                 f"node id {value} does not fit in 64 bits")
+    edge = write(tmp_path / "edge.txt", f"{2**63 - 1} {-(2**63)} 3\n")  # the extremes still read
+    assert read_snap_edgelist(edge).node_ids.tolist() == [-(2**63), 2**63 - 1]
+
+
+def test_snap_header_option(tmp_path, caplog):
+    headed = write(tmp_path / "headed.txt", "# c\nfrom to when\n1 2 3\n2 3 4\n")
+    numeric = write(tmp_path / "numeric.txt", "9 9 9\n1 2 3\n2 3 4\n")
+    with caplog.at_level("INFO", logger="dynagnn"):
+        g = read_snap_edgelist(headed)  # auto
+    assert g.events.t.tolist() == [3, 4]
+    assert f"{headed}: line 2 is not all numbers and is taken as a header (reader option header: auto" \
+        in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="dynagnn"):
+        assert read_snap_edgelist(headed, header=True).events.t.tolist() == [3, 4]
+        assert read_snap_edgelist(numeric).events.t.tolist() == [3, 4, 9]   # auto: all numbers
+    assert "taken as a header" not in caplog.text                          # said, not guessed
+    assert read_snap_edgelist(numeric, header=True).events.t.tolist() == [3, 4]
+    expect_error(lambda: read_snap_edgelist(headed, header=False), headed, 2,
+                 "expected an integer src node id, got 'from'")
+    bitcoin = write(tmp_path / "otc.csv", "source,target,rating,time\n1,2,3,10\n")
+    assert read_bitcoin_csv(bitcoin).events.w.tolist() == [3.0]
+    expect_error(lambda: read_bitcoin_csv(bitcoin, header=False), bitcoin, 1, "source node id")
+
+
+def test_reader_options_checked_before_reading(tmp_path):
+    """An unknown option, or a bad value of sep/comment/header, is a ConfigError naming the option
+    and what is valid, raised before the file is opened (it does not exist here)."""
+    absent = tmp_path / "absent.txt"
+    cases = [
+        ("snap-edgelist", {"seperator": ","}, r"unknown reader option 'seperator' of format snap-edgelist; "
+                                               r"its options: sep, comment, header"),
+        ("snap-edgelist", {"sepp": ","}, r"'sepp' .*\(did you mean 'sep'\?\)"),
+        ("snap-edgelist", {"sep": ";;"}, r"reader option sep: expected one character .* got ';;'"),
+        ("snap-edgelist", {"sep": 5}, r"reader option sep: expected one character"),
+        ("snap-edgelist", {"comment": ""}, r"reader option comment: expected a non-empty string"),
+        ("snap-edgelist", {"header": "maybe"}, r"reader option header: expected true, false or auto"),
+        ("bitcoin-csv", {"sep": ","}, r"unknown reader option 'sep' of format bitcoin-csv; its options: header"),
+        ("as733", {"sep": ","}, r"unknown reader option 'sep' of format as733; it takes no options"),
+    ]
+    for fmt, options, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            read_source(fmt, absent, **options)
+    assert sources.reader_options("snap-edgelist") == ["sep", "comment", "header"]
+
+
+def test_snap_row_source_names_lines_in_file_order(tmp_path):
+    """Events are time-sorted; the row source still maps each back to its line (for ingest's checks)."""
+    path = write(tmp_path / "e.txt", "# c\n1 2 30\n\n2 3 10\n# mid\n3 1 20\n")
+    g = read_snap_edgelist(path)
+    assert g.events.t.tolist() == [10, 20, 30]
+    lines = [g.row_source.line_of(int(k)) for k in g.events.order]
+    assert lines == [4, 6, 2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,6 +360,9 @@ def test_bitcoin_bad_input(tmp_path):
                  "expected 4 fields (source,target,rating,time), got 3")
     rating = write(tmp_path / "alpha.csv", "6,2,4,1289241911\n6,5,good,1289241941\n")
     expect_error(lambda: read_bitcoin_csv(rating), rating, 2, "rating, got 'good'")
+    for bad in ("nan", "inf", "-inf"):
+        nonfinite = write(tmp_path / "nan.csv", f"6,2,4,1289241911\n6,5,{bad},1289241941\n")
+        expect_error(lambda: read_bitcoin_csv(nonfinite), nonfinite, 2, f"finite number for rating, got '{bad}'")
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,8 +46,31 @@ def test_isolated_vertices_and_existing_self_loops():
     dense = torch.zeros(n, n)
     dense[rr, cc] = torch.from_numpy(vv)
     torch.testing.assert_close(dense, ref)
-    assert ref[1, 1] == pytest.approx(2 / 3)           # A + I doubles the loop: 2 / sqrt(3·3)
+    assert ref[1, 1] == pytest.approx(1 / 2)           # the loop is not doubled: 1 / sqrt(2·2)
+    assert ref[0, 0] == pytest.approx(1 / 2)           # node 0 gets I's 1: 1 / sqrt(2·2)
     assert ref[3, 3] == 1.0                            # an isolated vertex keeps its own features
+
+
+def test_self_loops_match_pyg_gcn_norm():
+    """A self-loop the data holds keeps its weight, as PyTorch Geometric's gcn_norm keeps it
+    (add_remaining_self_loops); the other nodes get I's 1."""
+    gcn_norm = pytest.importorskip("torch_geometric.nn.conv.gcn_conv").gcn_norm
+    n = 6
+    r = np.array([0, 1, 1, 2, 3, 4, 4])
+    c = np.array([1, 0, 1, 2, 4, 3, 4])
+    w = np.array([1.0, 2.0, 3.0, 0.5, 1.5, 1.5, 7.0], np.float32)
+    rr, cc, vv = normalized_triples(r, c, w, n)
+    ei, val = gcn_norm(torch.stack([torch.as_tensor(c), torch.as_tensor(r)]), torch.as_tensor(w), n,
+                       add_self_loops=True)
+    theirs = torch.zeros(n, n)
+    theirs[ei[1], ei[0]] = val                          # PyG's (source, target) is our (col, row)
+    ours = torch.zeros(n, n)
+    ours[rr, cc] = torch.from_numpy(vv)
+    torch.testing.assert_close(ours, theirs)
+    torch.testing.assert_close(dense_normalized(r, c, w, n), theirs)
+    # by hand: node 1's row sums 2 + 3 (its own loop, not 3 + 1), node 2's only entry is its loop
+    assert ours[1, 1] == pytest.approx(3 / 5)
+    assert ours[2, 2] == pytest.approx(1.0)
 
 
 def test_is_symmetric():

@@ -74,7 +74,7 @@ def range_stats(store_path: str, t0: int, t1: int) -> pd.DataFrame:
     for t in range(t0, t1):
         r, c, _ = edges[t - first]
         prev = edges[t - 1 - first] if t > 0 else (None, None, None)
-        rows.append({"snapshot": t, "time": int(store.times[t]),
+        rows.append({"snapshot": t, "time": store.times[t].item(),
                      **snapshot_stats(r, c, prev[0], prev[1], store.num_nodes)})
     return pd.DataFrame(rows, columns=COLUMNS)
 

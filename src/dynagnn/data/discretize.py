@@ -4,6 +4,11 @@ A snapshot is a graph: within one snapshot an edge appears once, with a weight t
 events that made it (their count, the sum of their weights, or 1). Undirected graphs are stored
 symmetrised (both (u, v) and (v, u)), so that a snapshot's CSR is its full adjacency.
 
+The defaults keep what the source says: ``edge_weight="auto"`` sums the source's weights when it
+has them (else counts the events), and ``self_loops="auto"`` keeps the self-loops of a source's own
+snapshots (there a self-loop is data: a region's internal flow) and drops those of an event stream
+(a message to oneself), see :func:`resolve_rules`.
+
 Edge-life smoothing (ESDG Sec. 5.4, used by EvolveGCN): ``A_t <- A_t + sum_{i=t-l+1}^{t-1} A_i``,
 i.e. snapshot t holds the edges of the last l windows with their weights added. We follow the
 formula, not the prose's off-by-one ("carried to the subsequent l snapshots").
@@ -35,6 +40,8 @@ from .types import EventStream, RawGraph, Snapshots
 log = logging.getLogger(__name__)
 
 EDGE_WEIGHTS = ("count", "sum", "binary")
+WEIGHT_RULES = ("auto", *EDGE_WEIGHTS)
+SELF_LOOP_RULES = ("auto", "drop", "keep")
 EMPTY_POLICIES = ("keep", "error")
 FEATURE_KINDS = ("auto", "source", "degree", "identity", "random", "none")
 IDENTITY_MAX_NODES = 20_000
@@ -75,7 +82,49 @@ def _take_events(ev: EventStream, keep: np.ndarray) -> EventStream:
     def take(a):
         return None if a is None else a[keep]
 
-    return EventStream(ev.src[keep], ev.dst[keep], ev.t[keep], take(ev.w), take(ev.label), take(ev.features))
+    return EventStream(ev.src[keep], ev.dst[keep], ev.t[keep], take(ev.w), take(ev.label), take(ev.features),
+                       take(ev.order))
+
+
+def source_has_weights(raw: RawGraph, by: str) -> bool:
+    """Whether what ``by`` discretises (the source's snapshots, or its events) carries weights."""
+    if by == "source":
+        return raw.snapshots is not None and raw.snapshots.weights is not None
+    return raw.events is not None and raw.events.w is not None
+
+
+def resolve_rules(raw: RawGraph, by: str, edge_weight: str = "auto", self_loops: str = "auto"
+                  ) -> tuple[str, str]:
+    """The concrete (edge_weight, self_loops) rules for discretising ``raw`` by ``by``.
+
+    edge_weight "auto": "sum" when the source has weights, else "count". self_loops "auto": "keep"
+    for the source's own snapshots (by "source"), "drop" for windows of an event stream.
+    """
+    if edge_weight not in WEIGHT_RULES:
+        raise ValueError(f"edge_weight must be one of {WEIGHT_RULES}, not {edge_weight!r}")
+    if self_loops not in SELF_LOOP_RULES:
+        raise ValueError(f"self_loops must be one of {SELF_LOOP_RULES}, not {self_loops!r}")
+    if edge_weight == "auto":
+        edge_weight = "sum" if source_has_weights(raw, by) else "count"
+    if self_loops == "auto":
+        self_loops = "keep" if by == "source" else "drop"
+    return edge_weight, self_loops
+
+
+def window_count(t_first: float, t_last: float, num_events: int, *, by: str,
+                 width: float | None = None, size: int | None = None, start: float | None = None) -> int:
+    """How many windows :func:`window_bounds` cuts, from the first and last time alone (nothing
+    allocated), so that a width too small for the time span is refused before it is tried."""
+    if by == "time":
+        if width is None or width <= 0:
+            raise ValueError("by='time' needs a positive width")
+        t0 = t_first if start is None else start
+        return int((t_last - t0) // width) + 1
+    if by == "count":
+        if size is None or size <= 0:
+            raise ValueError("by='count' needs a positive size")
+        return -(-int(num_events) // int(size))
+    raise ValueError(f"unknown window kind {by!r}: expected 'time' or 'count'")
 
 
 def window_bounds(t: np.ndarray, *, by: str, width: float | None = None, size: int | None = None,
@@ -84,32 +133,35 @@ def window_bounds(t: np.ndarray, *, by: str, width: float | None = None, size: i
 
     by="time": windows of ``width`` time units from ``start`` (default: the first event's time);
     by="count": windows of ``size`` consecutive events.
-    Returns (bounds int64 [T+1], times int64 [T]): events bounds[k]:bounds[k+1] form window k,
-    which stands for time times[k] (its start).
+    Returns (bounds int64 [T+1], times [T]): events bounds[k]:bounds[k+1] form window k, which
+    stands for time times[k] (its start). Times keep the source's type: int64 when the event times
+    are integers and so are width and start, float64 otherwise (a width of 0.25 gives 0.25-apart
+    starts, never rounded onto one another).
     """
     n = t.shape[0]
     if n == 0:
         raise InputError("no events to discretise")
+    num = window_count(t[0], t[-1], n, by=by, width=width, size=size, start=start)
     if by == "time":
-        if width is None or width <= 0:
-            raise ValueError("by='time' needs a positive width")
         t0 = t[0] if start is None else start
         if t[0] < t0:
             raise ValueError(f"start {start} is after the first event's time {t[0]}")
-        num = int((t[-1] - t0) // width) + 1
-        edges = t0 + width * np.arange(num + 1, dtype=np.float64)
-        bounds = np.searchsorted(t, edges[1:], side="left")
+        if t.dtype.kind in "iu" and float(width).is_integer() and float(t0).is_integer():
+            starts = int(t0) + int(width) * np.arange(num + 1, dtype=np.int64)
+        else:
+            starts = float(t0) + float(width) * np.arange(num + 1, dtype=np.float64)
+        bounds = np.searchsorted(t, starts[1:], side="left")
         bounds = np.concatenate([[0], bounds]).astype(np.int64)
         bounds[-1] = n
-        times = np.floor(edges[:-1]).astype(np.int64)
-        return bounds, times
-    if by == "count":
-        if size is None or size <= 0:
-            raise ValueError("by='count' needs a positive size")
-        bounds = np.append(np.arange(0, n, size, dtype=np.int64), n)
-        times = np.floor(t[bounds[:-1]]).astype(np.int64)
-        return bounds, times
-    raise ValueError(f"unknown window kind {by!r}: expected 'time' or 'count'")
+        return bounds, starts[:-1]
+    bounds = np.append(np.arange(0, n, size, dtype=np.int64), n)
+    return bounds, _time_array(t[bounds[:-1]])
+
+
+def _time_array(times) -> np.ndarray:
+    """Snapshot times as the store keeps them: float64 when fractional, int64 otherwise."""
+    times = np.asarray(times)
+    return times.astype(np.float64 if times.dtype.kind == "f" else np.int64, copy=False)
 
 
 def reduce_edges(row: np.ndarray, col: np.ndarray, w: np.ndarray | None, num_nodes: int, *,
@@ -168,20 +220,21 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], times: np.nd
         return np.concatenate([p[i] for p in parts]).astype(dtype, copy=False) if parts \
             else np.zeros(0, dtype)
     return Snapshots(offsets, cat(0, np.int64), cat(1, np.int64), cat(2, np.float32),
-                     np.asarray(times, dtype=np.int64), num_nodes, directed)
+                     _time_array(times), num_nodes, directed)
 
 
 def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = None,
                     size: int | None = None, start: float | None = None, directed: bool | None = None,
-                    self_loops: str = "drop", edge_weight: str = "count", edge_life: int = 1,
+                    self_loops: str = "auto", edge_weight: str = "auto", edge_life: int = 1,
                     m_product: int = 1, empty: str = "keep", threads: int = 1) -> Snapshots:
     """The store's snapshots from a reader's output.
 
     by: "time" or "count" cut ``raw.events`` into windows (see :func:`window_bounds`); "source"
     takes ``raw.snapshots`` as they are. directed: None keeps the source's direction; False
-    symmetrises. edge_life: l >= 1, m_product: the band width w >= 1 of M (1: none), see the module
-    docstring. empty: "keep" keeps windows with no
-    edge (they are counted and logged) or "error" refuses them.
+    symmetrises. self_loops, edge_weight: see :func:`resolve_rules` (the number of self-loops kept
+    or dropped is logged). edge_life: l >= 1, m_product: the band width w >= 1 of M (1: none), see
+    the module docstring. empty: "keep" keeps windows with no edge (they are counted and logged) or
+    "error" refuses them.
     Snapshot groups are reduced in parallel Dask tasks.
     """
     if empty not in EMPTY_POLICIES:
@@ -191,6 +244,8 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
     if m_product < 1:
         raise ValueError(f"m_product must be >= 1, not {m_product}")
     directed = raw.directed if directed is None else directed
+    loop_rule = self_loops  # as given, for the log
+    edge_weight, self_loops = resolve_rules(raw, by, edge_weight, self_loops)
     n = raw.num_nodes
     if n > 3_000_000_000:
         raise InputError(f"{n} nodes: more than this version's 3e9 limit (edge keys are row*N+col in int64)")
@@ -199,7 +254,9 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
         if raw.snapshots is None:
             raise InputError(f"dataset {raw.name!r} has no snapshots of its own: use by 'time' or 'count'")
         sl = raw.snapshots
-        times = sl.times
+        times = _time_array(sl.times)
+        loops = sum(int(np.count_nonzero(r == c)) for r, c in zip(sl.rows, sl.cols))
+        _log_self_loops(loops, sum(r.shape[0] for r in sl.rows), "source edges", self_loops, loop_rule)
         def one(k):
             r, c = sl.rows[k], sl.cols[k]
             w = None if sl.weights is None else sl.weights[k]
@@ -212,6 +269,8 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
     else:
         if raw.events is None:
             raise InputError(f"dataset {raw.name!r} has no event stream: use by 'source'")
+        loops = int(np.count_nonzero(raw.events.src == raw.events.dst))
+        _log_self_loops(loops, len(raw.events), "events", self_loops, loop_rule)
         ev = clean_events(raw.events, self_loops=self_loops)
         if len(ev) == 0:
             raise InputError(f"dataset {raw.name!r} has no events left after dropping self-loops")
@@ -238,6 +297,12 @@ def build_snapshots(raw: RawGraph, *, by: str = "time", width: float | None = No
         log.warning("%d of %d snapshots have no edges (kept): %s", len(empty_ids), count,
                     ", ".join(str(k) for k in empty_ids[:10]) + (" ..." if len(empty_ids) > 10 else ""))
     return _concat(parts, times, n, directed)
+
+
+def _log_self_loops(loops: int, total: int, what: str, rule: str, given: str) -> None:
+    if loops:
+        log.info("self-loops (self_loops: %s): %d of %d %s are self-loops, %s", given, loops, total, what,
+                 "dropped" if rule == "drop" else "kept")
 
 
 def smooth_edge_life(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, life: int,

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import InputError
 from ..sortedkeys import unique_sorted
 
 
@@ -40,6 +41,11 @@ def _to_numpy(column) -> np.ndarray:
 
 
 def _dense_int_ids(arrays: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    for a in arrays:
+        # uint64 ids past int64 would wrap to negative ones, silently reordered
+        if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+            raise InputError(f"node id {int(a.max())} does not fit in 64 bits: expected integers "
+                             f"from -2**63 to 2**63-1")
     arrays = [a.astype(np.int64, copy=False) for a in arrays]
     lo = min(int(a.min()) for a in arrays if a.size) if any(a.size for a in arrays) else 0
     hi = max(int(a.max()) for a in arrays if a.size) if any(a.size for a in arrays) else -1

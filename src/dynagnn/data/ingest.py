@@ -1,6 +1,8 @@
 """The ingest stage: a dataset's config entry to a snapshot store.
 
-read (or generate) -> clean and discretise -> node features -> write the store atomically.
+check the output folder -> read (or generate) -> check the values -> clean and discretise (the
+snapshot count and its memory estimated first) -> node features -> write the store atomically.
+What was dropped (self-loops, duplicates) and the weight rule applied are logged.
 """
 
 from __future__ import annotations
@@ -8,16 +10,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
+from ..atomic import remove_stale_temporaries
+from ..errors import ConfigError, InputError, StoreError
 from . import discretize, sources, synthetic
+from .checks import check_graph
 from .store import write_store
 from .types import RawGraph
+
+MAX_SNAPSHOTS = 100_000  # the schema's snapshots.max_count default
+# Bytes a snapshot costs beyond its edges while it is built (its arrays and their Python objects).
+SNAPSHOT_OVERHEAD_BYTES = 1024
 
 log = logging.getLogger(__name__)
 
@@ -43,26 +52,37 @@ def load_raw(spec: dict[str, Any]) -> tuple[RawGraph, str | None]:
 def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: int = 1) -> Path:
     """Build the store of one dataset (a validated config entry) at ``out``; return its path."""
     t0 = time.perf_counter()
+    out = Path(out)
+    check_writable(out)
     raw, generated_sum = load_raw(spec)
     raw.name = name or raw.name
-    if spec.get("duplicates", "keep") == "drop" and raw.events is not None:
-        before = len(raw.events)
-        raw.events = discretize.clean_events(raw.events, self_loops="keep", duplicates="drop")
-        log.info("dropped %d duplicate events", before - len(raw.events))
     log.info("read %s: %d nodes, %s events, %s source snapshots in %.2fs", raw.name, raw.num_nodes,
              "no" if raw.events is None else len(raw.events),
              "no" if raw.snapshots is None else len(raw.snapshots), time.perf_counter() - t0)
 
     win = spec.get("snapshots") or {}
     by = win.get("by", "time" if raw.events is not None else "source")
-    directed = spec.get("directed")
+    given_weight, given_loops = spec.get("edge_weight", "auto"), spec.get("self_loops", "auto")
+    edge_weight, self_loops = discretize.resolve_rules(raw, by, given_weight, given_loops)
+    check_graph(raw, weights_used=edge_weight == "sum", weight_rule=given_weight)
+    if raw.events is not None:
+        raw.events.order = None  # only the checks name rows
+    log.info("edge weights (edge_weight: %s): %s", given_weight, _weight_rule_text(raw, by, edge_weight))
+    if spec.get("duplicates", "keep") == "drop" and raw.events is not None:
+        before = len(raw.events)
+        raw.events = discretize.clean_events(raw.events, self_loops="keep", duplicates="drop")
+        log.info("duplicates: dropped %d identical events (same src, dst and time; duplicates: drop)",
+                 before - len(raw.events))
+    check_snapshot_count(raw, spec, by)
+
     t1 = time.perf_counter()
     snaps = discretize.build_snapshots(
         raw, by=by, width=win.get("width"), size=win.get("size"), start=win.get("start"),
-        directed=directed, self_loops=spec.get("self_loops", "drop"),
-        edge_weight=spec.get("edge_weight", "count"), edge_life=int(spec.get("edge_life", 1)),
-        m_product=int(spec.get("m_product", 1)), empty=spec.get("empty_snapshots", "keep"), threads=threads)
-    log.info("built %d snapshots, %d edges in all, in %.2fs", snaps.num_snapshots, int(snaps.offsets[-1]),
+        directed=spec.get("directed"), self_loops=given_loops, edge_weight=edge_weight,
+        edge_life=int(spec.get("edge_life", 1)), m_product=int(spec.get("m_product", 1)),
+        empty=spec.get("empty_snapshots", "keep"), threads=threads)
+    log.info("built %d snapshots, %d edges in all from %d %s, in %.2fs", snaps.num_snapshots,
+             int(snaps.offsets[-1]), _edge_entries(raw, by), "source edges" if by == "source" else "events",
              time.perf_counter() - t1)
     _check_per_snapshot_arrays(raw, snaps.num_snapshots, by)
 
@@ -72,12 +92,100 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     x = discretize.smooth_features_m_product(x, int(spec.get("m_product", 1)))
     record = dict(spec)
     record["directed"] = snaps.directed
+    # The rules applied, not "auto": the store says what was done, and equal stores hash alike.
+    record["edge_weight"], record["self_loops"] = edge_weight, self_loops
+    # The limit changes no content, so raising it must not change the checksum.
+    record["snapshots"] = {k: v for k, v in win.items() if k != "max_count"}
     if generated_sum:
         record["source_checksum"] = generated_sum
     t2 = time.perf_counter()
-    path = write_store(out, raw, snaps, x, spec=record, threads=threads)
+    for stale in remove_stale_temporaries(out):
+        log.info("removed %s, left by an ingest that no longer runs", stale)
+    try:
+        path = write_store(out, raw, snaps, x, spec=record, threads=threads)
+    except OSError as exc:
+        raise StoreError(f"{out}: cannot write the store: {exc.strerror or exc}") from exc
     log.info("wrote %s in %.2fs (%.2fs in all)", path, time.perf_counter() - t2, time.perf_counter() - t0)
     return path
+
+
+def check_writable(out: Path) -> None:
+    """Refuse an output the store cannot be written to, before any input is read: ``out`` is a file,
+    or its nearest existing folder is not a folder or cannot be written (the store's temporary
+    sibling and missing parents are created there)."""
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"{out}: a file is in the way of the store (a directory)")
+    folder = out.parent.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise StoreError(f"{out}: cannot write the store: {folder} is a file, not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(f"{out}: cannot write the store: the folder {folder} is not writable")
+
+
+def check_snapshot_count(raw: RawGraph, spec: dict[str, Any], by: str) -> None:
+    """Refuse windows that would make more than ``snapshots.max_count`` snapshots, or whose
+    snapshots and per-snapshot features would not fit in this machine's memory, before any is
+    allocated (a width of a second over months of events asked for 6 GiB)."""
+    win = spec.get("snapshots") or {}
+    limit = int(win.get("max_count", MAX_SNAPSHOTS))
+    if by == "source":
+        count = 0 if raw.snapshots is None else len(raw.snapshots)
+        how = "the source has"
+    elif raw.events is None or len(raw.events) == 0:
+        return  # build_snapshots names what is missing
+    else:
+        t = raw.events.t
+        count = discretize.window_count(t[0], t[-1], len(t), by=by, width=win.get("width"),
+                                        size=win.get("size"), start=win.get("start"))
+        how = (f"width {win.get('width')} over the times {t[0]}..{t[-1]} makes" if by == "time"
+               else f"size {win.get('size')} over {len(t)} events makes")
+    feat = spec.get("features") or {}
+    kind = feat.get("kind", "auto")
+    per_snapshot = kind == "degree" or (kind == "auto" and raw.node_features is None)
+    feature_bytes = count * raw.num_nodes * int(feat.get("dim", 32)) * 4 if per_snapshot else 0
+    need = count * SNAPSHOT_OVERHEAD_BYTES + feature_bytes
+    if count > limit:
+        raise InputError(f"dataset {raw.name!r}: {how} {count} snapshots (about {_gib(need)} to build), "
+                         f"more than snapshots.max_count = {limit}; widen the snapshots, or raise "
+                         f"snapshots.max_count")
+    memory = _physical_memory()
+    if memory and need > memory:
+        raise InputError(f"dataset {raw.name!r}: {count} snapshots"
+                         f"{' with degree features of ' + str(feat.get('dim', 32)) + ' per node' if feature_bytes else ''}"
+                         f" need about {_gib(need)}, more than this machine's {_gib(memory)}; widen the "
+                         f"snapshots{', or lower features.dim' if feature_bytes else ''}")
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.1f} MiB"
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _weight_rule_text(raw: RawGraph, by: str, rule: str) -> str:
+    """The weight rule in words, for the log."""
+    units = "source edges" if by == "source" else "events"
+    has = discretize.source_has_weights(raw, by)
+    left_out = "; the source's weights are left out" if has else "; the source has no weights"
+    if rule == "binary":
+        return "1 per snapshot edge" + left_out
+    if rule == "sum" and has:
+        return f"the sum of the source's weights over the {units} of each snapshot edge"
+    return f"the number of {units} of each snapshot edge" + left_out
+
+
+def _edge_entries(raw: RawGraph, by: str) -> int:
+    """Edges handed to discretisation (self-loops included)."""
+    if by == "source":
+        return 0 if raw.snapshots is None else sum(r.shape[0] for r in raw.snapshots.rows)
+    return 0 if raw.events is None else len(raw.events)
 
 
 def _check_per_snapshot_arrays(raw: RawGraph, num_snapshots: int, by: str) -> None:

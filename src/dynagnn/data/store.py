@@ -125,7 +125,7 @@ def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, thr
     w.add("snapshots/row", snaps.row.astype(idx), ("edge",))
     w.add("snapshots/col", snaps.col.astype(idx), ("edge",))
     w.add("snapshots/weight", snaps.weight.astype(np.float32), ("edge",))
-    w.add("snapshots/time", snaps.time.astype(np.int64), ("snapshot",))
+    w.add("snapshots/time", snaps.time.astype(np.float64 if snaps.time.dtype.kind == "f" else np.int64), ("snapshot",))
     ev = raw.events
     if ev is not None:
         w.add("events/src", ev.src.astype(np.int64), ("event",))
@@ -178,7 +178,7 @@ class SnapshotStore:
     """Lazy reader of a snapshot store.
 
     Attributes: ``attrs`` (dict), ``num_nodes`` N, ``num_snapshots`` T, ``offsets`` int64 [T+1],
-    ``times`` int64 [T], ``directed``, ``checksum``.
+    ``times`` int64 or float64 [T], ``directed``, ``checksum``.
     """
 
     REQUIRED = ("snapshots/offsets", "snapshots/row", "snapshots/col", "snapshots/weight", "snapshots/time")
@@ -204,7 +204,7 @@ class SnapshotStore:
         self.directed = bool(self.attrs["directed"])
         self.checksum = str(self.attrs["checksum"])
         self.offsets = np.asarray(self.root["snapshots/offsets"][:], dtype=np.int64)
-        self.times = np.asarray(self.root["snapshots/time"][:], dtype=np.int64)
+        self.times = np.asarray(self.root["snapshots/time"][:])  # int64, or float64 for fractional window starts
         if self.offsets.shape[0] != self.num_snapshots + 1:
             raise StoreError(f"{self.path}: {self.offsets.shape[0]} offsets for {self.num_snapshots} snapshots")
 

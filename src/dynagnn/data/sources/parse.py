@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import logging
 import math
 import re
 import zlib
@@ -17,12 +18,15 @@ import pyarrow as pa
 import pyarrow.csv as pv
 
 from dynagnn.data.ids import dense_ids
-from dynagnn.data.types import EventStream, RawGraph
-from dynagnn.errors import InputError
+from dynagnn.data.types import EventStream, RawGraph, RowSource
+from dynagnn.errors import ConfigError, InputError
+
+log = logging.getLogger(__name__)
 
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT = re.compile(r"[+-]?\d+")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 WHITESPACE = (" ", "\t")
 
 # A check takes the fields of one data row and returns what is wrong with it, or None.
@@ -127,12 +131,42 @@ def is_number(value: str) -> bool:
     return True
 
 
+def header_mode(value) -> bool | None:
+    """The reader option ``header``: True (the first non-comment row is a header), False (there is
+    none: every row is data) or "auto" (a first row that is not all numbers is one), as
+    True/False/None."""
+    if not (isinstance(value, bool) or value == "auto"):
+        raise ConfigError(f"reader option header: expected true, false or auto, got {value!r}")
+    return None if value == "auto" else bool(value)
+
+
+def check_sep(sep) -> None:
+    """The reader option ``sep``: None (guessed) or one character."""
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1):
+        raise ConfigError(f"reader option sep: expected one character (',', ' ' or a tab, '\\t'), "
+                          f"got {sep!r}")
+
+
+def check_comment(comment) -> None:
+    """The reader option ``comment``: None (no comments) or a non-empty prefix."""
+    if comment is not None and (not isinstance(comment, str) or not comment):
+        raise ConfigError(f"reader option comment: expected a non-empty string such as '#', or null, "
+                          f"got {comment!r}")
+
+
+# Value checks of the reader options that several readers share, by name.
+OPTION_CHECKS: dict[str, Callable[[object], object]] = {
+    "sep": check_sep, "comment": check_comment, "header": header_mode,
+}
+
+
 def sniff(path: Path, sep: str | None, comment: str | None, any_whitespace: bool = True,
-           header: list[str] | None = None) -> Layout:
+           header: list[str] | None = None, has_header: bool | None = None) -> Layout:
     """Find the header and the first data row.
 
     With ``header`` (the names a format requires) the first non-comment row must start with
-    them; without, a first non-comment row that is not all numbers is taken as a header.
+    them. Otherwise ``has_header`` says whether the first non-comment row is a header: True, False,
+    or None (auto: it is one when it is not all numbers, and the log says so).
 
     With ``sep=None`` the delimiter is guessed from the first data row: a comma if it has one,
     else a tab if it has one, else a space. With ``any_whitespace`` a space or tab delimiter
@@ -152,15 +186,25 @@ def sniff(path: Path, sep: str | None, comment: str | None, any_whitespace: bool
                                  path, lineno)
             header_line = lineno
             continue
-        if header_line is None and not all(is_number(f) for f in fields):
-            header_line = lineno
-            continue
+        if header_line is None and header is None and has_header is not False:
+            if has_header:
+                header_line = lineno
+                continue
+            if not all(is_number(f) for f in fields):
+                log.info("%s: line %d is not all numbers and is taken as a header (reader option "
+                         "header: auto; set header: true or false to say which)", path, lineno)
+                header_line = lineno
+                continue
         return Layout(lineno - 1, lineno, fields, delimiter, split_sep)
     raise InputError("no data rows: the file is empty or holds only comments and a header", path)
 
 
 def int_problem(value: str, what: str) -> str | None:
-    return None if INT.fullmatch(value) else f"expected an integer {what}, got {value!r}"
+    if not INT.fullmatch(value):
+        return f"expected an integer {what}, got {value!r}"
+    if not INT64_MIN <= int(value) <= INT64_MAX:
+        return f"{what} {value} does not fit in 64 bits: expected an integer from -2**63 to 2**63-1"
+    return None
 
 
 def number_problem(value: str, what: str) -> str | None:
@@ -199,6 +243,17 @@ def check_first_row(path: Path, layout: Layout, check: RowCheck) -> None:
         raise InputError(problem, path, layout.first_line)
 
 
+def row_source(path: Path, layout: Layout, comment: str | None) -> RowSource:
+    """The :class:`RowSource` of a parsed text file: data row k (0-based) to its line number."""
+    def line_of(k: int) -> int | None:
+        for i, (lineno, _) in enumerate(data_rows(path, layout, comment)):
+            if i == k:
+                return lineno
+        return None
+
+    return RowSource(path, line_of)
+
+
 # --------------------------------------------------------------------------------------------
 # Fast parse
 
@@ -235,21 +290,25 @@ def require_finite(values: np.ndarray) -> np.ndarray:
 
 def event_stream(src: np.ndarray, dst: np.ndarray, t: np.ndarray, w: np.ndarray | None = None,
             label: np.ndarray | None = None, features: np.ndarray | None = None) -> EventStream:
-    """The event stream in time order; the stable sort runs only when the file was not sorted."""
+    """The event stream in time order; the stable sort runs only when the file was not sorted
+    (then ``order`` keeps each event's source row)."""
+    order = None
     if t.shape[0] > 1 and not bool(np.all(t[1:] >= t[:-1])):
         order = np.argsort(t, kind="stable")
         src, dst, t = src[order], dst[order], t[order]
         w = None if w is None else w[order]
         label = None if label is None else label[order]
         features = None if features is None else features[order]
-    return EventStream(src=src, dst=dst, t=t, w=w, label=label, features=features)
+    return EventStream(src=src, dst=dst, t=t, w=w, label=label, features=features, order=order)
 
 
 def event_graph(path: Path | list[Path], src, dst, t, *, name: str, time_unit: str,
-                 directed: bool = True, w=None, label=None, features=None) -> RawGraph:
-    """A RawGraph over one event stream, src and dst mapped to dense ids together."""
+                 directed: bool = True, w=None, label=None, features=None,
+                 rows: RowSource | None = None) -> RawGraph:
+    """A RawGraph over one event stream, src and dst mapped to dense ids together. ``rows``: where
+    the events' rows came from (:func:`row_source`), for messages about an event's line."""
     (src, dst), node_ids = dense_ids(src, dst)
     return RawGraph(num_nodes=int(node_ids.shape[0]), node_ids=node_ids,
                     events=event_stream(src, dst, t, w, label, features), time_unit=time_unit,
                     directed=directed, sources=path if isinstance(path, list) else [path],
-                    name=name)
+                    name=name, row_source=rows)

@@ -14,9 +14,9 @@ from dynagnn.data.types import RawGraph
 
 from .parse import (
     RowCheck,
-    FAST_PARSE_ERRORS, INT, Layout, Malformed, arrow_read, check_first_row, dataset_name, event_graph,
-    first_problem, int_problem, is_gzip, number_problem, numpy, raise_bad_row, require_file,
-    require_finite, sniff,
+    FAST_PARSE_ERRORS, INT, Layout, Malformed, arrow_read, check_comment, check_first_row, check_sep,
+    dataset_name, event_graph, first_problem, header_mode, int_problem, is_gzip, number_problem, numpy,
+    raise_bad_row, require_file, require_finite, row_source, sniff,
 )
 
 
@@ -69,26 +69,29 @@ def read_numeric_edges(path: Path, layout: Layout, names: list[str], check: RowC
         try:
             frame = pandas_read(path, layout, names, comment)
             return {n: require_finite(frame[n].to_numpy()) for n in names}
-        except (ValueError, OSError, EOFError, zlib.error, Malformed):
+        except (ValueError, OverflowError, OSError, EOFError, zlib.error, Malformed):
+            # OverflowError: pandas on an id beyond 64 bits
             raise_bad_row(path, layout, check, comment, arrow_error)
 
 
 def read_snap_edgelist(path: str | Path, sep: str | None = None,
-                       comment: str | None = "#") -> RawGraph:
+                       comment: str | None = "#", header: bool | str = "auto") -> RawGraph:
     """Read a SNAP temporal edge list: one ``src dst t`` or ``src dst t w`` event per line.
 
     Fields are separated by one space, one tab or one comma (guessed from the first data row when
-    ``sep`` is None); lines starting with ``comment`` are skipped, and a first row that is not
-    all numbers is taken as a header. Node ids are integers; ``t`` is int64 when the first row's
-    time is an integer, float64 otherwise; ``w`` is float32. Plain or gzip.
+    ``sep`` is None); lines starting with ``comment`` are skipped. ``header``: true (the first
+    non-comment row is a header), false (none), or auto (a first row that is not all numbers is
+    one; the log says so). Node ids are integers within 64 bits; ``t`` is int64 when the first
+    row's time is an integer, float64 otherwise; ``w`` is float32. Plain or gzip.
 
     Returns events src, dst int64 [E], t [E], w float32 [E] or None; node_ids int64 [N];
     time_unit "s" (SNAP's temporal networks count Unix seconds); directed.
     """
+    check_sep(sep)
+    check_comment(comment)
+    has_header = header_mode(header)
     path = require_file(path)
-    if sep is not None and len(sep) != 1:
-        raise ValueError(f"sep must be one character, got {sep!r}")
-    layout = sniff(path, sep, comment)
+    layout = sniff(path, sep, comment, has_header=has_header)
     n_fields = len(layout.first_fields)
     check = snap_check(n_fields, (3, 4), "src dst t [w]")
     check_first_row(path, layout, check)
@@ -96,4 +99,4 @@ def read_snap_edgelist(path: str | Path, sep: str | None = None,
     cols = read_numeric_edges(path, layout, names, check, comment)
     w = cols["w"].astype(np.float32, copy=False) if "w" in cols else None
     return event_graph(path, cols["src"], cols["dst"], cols["t"], w=w, name=dataset_name(path),
-                        time_unit="s")
+                        time_unit="s", rows=row_source(path, layout, comment))
