@@ -46,6 +46,20 @@ def _replace(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
 
+def unwritable_reason(path: str | Path) -> str | None:
+    """Why ``path`` cannot be written here, or None: its temporary sibling and missing parent
+    folders are made in its nearest existing folder, which must be a writable directory. A writer
+    asks before it reads its inputs, so that a long read does not end in a refusal to write."""
+    folder = Path(path).absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

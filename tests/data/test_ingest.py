@@ -124,7 +124,7 @@ def test_snapshot_count_refused_before_allocation(tmp_path, monkeypatch):
     raised = {**tiny, "snapshots": {**tiny["snapshots"], "max_count": 200_000}}
     # within the count limit, the memory estimate still guards: 172801 snapshots x 3 nodes x 32 x 4 bytes
     monkeypatch.setattr(ingest_module, "_physical_memory", lambda: 64 << 20)
-    with pytest.raises(InputError, match=r"172801 snapshots with degree features of 32 per node need "
+    with pytest.raises(InputError, match=r"172801 snapshots with 32 degree features per node need "
                                          r"about .* more than this machine's 64.0 MiB"):
         ingest(raised, tmp_path / "store.zarr")
     assert not (tmp_path / "store.zarr").exists()

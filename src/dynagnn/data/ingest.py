@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import remove_stale_temporaries
+from ..atomic import remove_stale_temporaries, unwritable_reason
 from ..errors import ConfigError, InputError, StoreError
 from . import discretize, sources, synthetic
 from .checks import check_graph
@@ -115,13 +115,9 @@ def check_writable(out: Path) -> None:
     sibling and missing parents are created there)."""
     if out.exists() and not out.is_dir():
         raise StoreError(f"{out}: a file is in the way of the store (a directory)")
-    folder = out.parent.absolute()
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise StoreError(f"{out}: cannot write the store: {folder} is a file, not a directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise StoreError(f"{out}: cannot write the store: the folder {folder} is not writable")
+    reason = unwritable_reason(out)
+    if reason:
+        raise StoreError(f"{out}: cannot write the store: {reason}")
 
 
 def check_snapshot_count(raw: RawGraph, spec: dict[str, Any], by: str) -> None:
@@ -152,10 +148,12 @@ def check_snapshot_count(raw: RawGraph, spec: dict[str, Any], by: str) -> None:
                          f"snapshots.max_count")
     memory = _physical_memory()
     if memory and need > memory:
-        raise InputError(f"dataset {raw.name!r}: {count} snapshots"
-                         f"{' with degree features of ' + str(feat.get('dim', 32)) + ' per node' if feature_bytes else ''}"
-                         f" need about {_gib(need)}, more than this machine's {_gib(memory)}; widen the "
-                         f"snapshots{', or lower features.dim' if feature_bytes else ''}")
+        what, fix = f"{count} snapshots", "widen the snapshots"
+        if feature_bytes:
+            what += f" with {int(feat.get('dim', 32))} degree features per node"
+            fix += ", or lower features.dim"
+        raise InputError(f"dataset {raw.name!r}: {what} need about {_gib(need)}, more than this "
+                         f"machine's {_gib(memory)}; {fix}")
 
 
 def _gib(nbytes: float) -> str:
