@@ -218,7 +218,11 @@ def _parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
-    info.add_argument("--json", action="store_true", help="print the attributes as JSON")
+    how = info.add_mutually_exclusive_group()
+    how.add_argument("--json", action="store_true", help="print the attributes as JSON")
+    how.add_argument("--verify", action="store_true",
+                     help="read the whole store and check every array against the checksums recorded at "
+                          "ingest; print OK, or one error line naming the damaged array and exit 2")
 
     chk = sub.add_parser("check-config", help="validate a config file and print it with defaults filled in")
     chk.add_argument("config", type=Path)
@@ -458,6 +462,11 @@ def cmd_info(args) -> None:
     from .data.store import open_store
 
     store = open_store(args.store)
+    if args.verify:
+        checked = store.verify()
+        print(f"{store.path}: OK, its {len(store.array_names)} arrays ({checked} bytes) match the checksums "
+              "recorded at ingest")
+        return
     if args.json:
         print(json.dumps(store.attrs, indent=2, sort_keys=True, default=str))
         return

@@ -8,6 +8,7 @@ import pytest
 import zarr
 
 from dynagnn.data import discretize as D
+from dynagnn.data import integrity
 from dynagnn.data import store as S
 from dynagnn.errors import StoreError
 
@@ -116,7 +117,7 @@ def test_wrong_schema_version(tmp_path, built):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # consolidated metadata is outside the v3 spec
         zarr.consolidate_metadata(p)
-    with pytest.raises(StoreError, match="schema_version 99, this dynagnn reads version 1"):
+    with pytest.raises(StoreError, match=f"schema_version 99, this dynagnn reads version {S.SCHEMA_VERSION}"):
         S.open_store(p)
 
 
@@ -135,3 +136,110 @@ def test_out_of_range(tmp_path, built):
     with pytest.raises(IndexError):
         st.window_edges(0, st.num_snapshots + 1)
     assert json.dumps(st.attrs)  # attributes are plain JSON
+
+
+# --- damage: what the reader refuses instead of reading zeros or garbage (issue 18) ------------------
+
+def _rewrite(path, name, index, value):
+    zarr.open_array(path / name, mode="r+")[index] = value
+
+
+def test_every_chunk_written_and_hashed(tmp_path, built):
+    """All-zero chunks are files too (Zarr skips them by default, and a reader could not tell them from
+    deleted ones); each array's sha256 is of its data, whatever the chunking."""
+    raw, snaps, x = built
+    p = S.write_store(tmp_path / "z.zarr", raw, snaps, np.zeros_like(x), spec={})
+    st = S.open_store(p)
+    assert sorted(f.name for f in (p / "features" / "x").glob("c.*")) == sorted(
+        f"c.{t}.0.0" for t in range(snaps.num_snapshots))
+    digests = st.attrs["array_sha256"]
+    assert set(digests) == set(st.array_names) == {
+        "snapshots/offsets", "snapshots/row", "snapshots/col", "snapshots/weight", "snapshots/time",
+        "events/src", "events/dst", "events/t", "features/x", "nodes/id"}
+    assert digests["features/x"] == integrity.data_digest(np.zeros_like(x))
+    assert digests["snapshots/col"] == integrity.data_digest(snaps.col.astype(np.int32))
+    assert st.verify() == sum(st.root[n].nbytes for n in st.array_names)
+
+
+def test_digest_independent_of_blocks_and_string_dtype():
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    d = integrity.Digest(x.dtype, x.shape)
+    for a in (0, 1, 4):
+        d.update(x[a:{0: 1, 1: 4, 4: 6}[a]])
+    assert d.hexdigest() == integrity.data_digest(x) != integrity.data_digest(x.astype(np.float64))
+    ids = np.array(["a", "bc", "", "déf"])
+    d = integrity.Digest(np.dtypes.StringDType(), ids.shape)
+    d.update(ids[:2].astype(np.dtypes.StringDType()))
+    d.update(ids[2:].astype(object))
+    assert d.hexdigest() == integrity.data_digest(ids)
+    assert integrity.data_digest(np.array(["ab", "c", "", "déf"])) != integrity.data_digest(ids)
+
+
+def test_missing_chunk_refused_on_open_and_on_read(tmp_path, built, monkeypatch):
+    monkeypatch.setattr(S, "EDGE_CHUNK", 64)
+    p = write(tmp_path, built)
+    st = S.open_store(p)
+    (p / "snapshots" / "col" / "c.2").unlink()
+    with pytest.raises(StoreError, match=r"array snapshots/col is missing chunk c\.2 \(1 of \d+ chunks missing"):
+        S.open_store(p)
+    with pytest.raises(StoreError, match=r"array snapshots/col is missing chunk c\.2, which would read as zeros"):
+        st.window_edges(0, st.num_snapshots)  # deleted after the open: the read itself refuses
+
+
+def test_truncated_and_undecodable_chunks(tmp_path, built, snapshot_graph, monkeypatch):
+    monkeypatch.setattr(S, "EDGE_CHUNK", 64)
+    p = write(tmp_path, built)
+    chunk = p / "snapshots" / "weight" / "c.1"
+    whole = chunk.read_bytes()
+    chunk.write_bytes(whole[:-1])
+    st = S.open_store(p)  # the open reads no weight
+    with pytest.raises(StoreError, match=rf"array snapshots/weight: chunk c\.1 is truncated or damaged "
+                                         rf"\({len(whole) - 1} bytes, its header says {len(whole)} bytes"):
+        st.window_edges(0, st.num_snapshots)
+    p = S.write_store(tmp_path / "s.zarr", snapshot_graph, D.build_snapshots(snapshot_graph, by="source"), None,
+                      spec={})
+    ids = p / "nodes" / "id" / "c.0"  # string ids: Zstd, not Blosc, whose decoder finds the damage itself
+    ids.write_bytes(ids.read_bytes()[:-3])
+    with pytest.raises(StoreError, match=r"array nodes/id has a chunk that cannot be read \(.*Zstd"):
+        S.open_store(p).node_ids()
+
+
+def test_shapes_and_offsets_checked_on_open(tmp_path, built):
+    p = write(tmp_path, built)
+    _rewrite(p, "snapshots/offsets", 3, 10**6)
+    with pytest.raises(StoreError, match=r"array snapshots/offsets is inconsistent \(offsets\[3\] = 1000000 > "
+                                         r"offsets\[4\] = \d+\)"):
+        S.open_store(p)
+    p = write(tmp_path, built)
+    meta = json.loads((p / "zarr.json").read_text())
+    meta["attributes"]["num_nodes"] = 31
+    (p / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=r"array features/x has shape \(20, 30, 8\), the attributes call for \(20, 31, 8\)"):
+        S.open_store(p)
+
+
+def test_node_ids_checked_on_read_and_verify(tmp_path, built):
+    p = write(tmp_path, built)
+    _rewrite(p, "snapshots/col", 0, 30)
+    st = S.open_store(p)
+    with pytest.raises(StoreError, match=r"array snapshots/col holds node id 30, outside \[0, 30\)"):
+        st.edges(0)
+    with pytest.raises(StoreError, match=r"array snapshots/col holds node id 30"):
+        st.verify()
+
+
+def test_verify_finds_changed_data(tmp_path, built):
+    p = write(tmp_path, built)
+    assert S.open_store(p).verify() > 0
+    _rewrite(p, "features/x", (2, 0, 0), 7.0)  # a consistent chunk, other data
+    with pytest.raises(StoreError, match=r"array features/x does not match its checksum"):
+        S.open_store(p).verify()
+
+
+def test_array_metadata_must_agree_with_consolidated(tmp_path, built):
+    p = write(tmp_path, built)
+    meta = json.loads((p / "snapshots" / "row" / "zarr.json").read_text())
+    meta["shape"] = [meta["shape"][0] + 1]
+    (p / "snapshots" / "row" / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=r"array snapshots/row: its metadata snapshots/row/zarr.json disagrees"):
+        S.open_store(p)

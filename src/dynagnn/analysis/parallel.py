@@ -3,6 +3,10 @@
 An analysis is a function ``fn(store_path, t0, t1, *args) -> DataFrame`` over a contiguous range of
 snapshots; it opens the store itself, so it runs on any worker of any cluster. :func:`map_ranges`
 runs it over ranges of about equal edge count and concatenates the rows.
+
+A task that fails on bad input (a DynagnnError, e.g. a damaged chunk of the store) reaches the
+client as that error, which the CLI prints as one line; :class:`QuietInputErrors` keeps the workers
+from also logging it with their traceback.
 """
 
 from __future__ import annotations
@@ -15,28 +19,88 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..data.store import SnapshotStore
+from ..errors import DynagnnError
 
 log = logging.getLogger(__name__)
+
+
+def _error_names(cls: type = DynagnnError) -> set[str]:
+    """The class names of DynagnnError and all its subclasses (those imported so far)."""
+    return {cls.__name__}.union(*(_error_names(c) for c in cls.__subclasses__()))
+
+
+class _InputErrorFilter(logging.Filter):
+    """Drops what a worker logs about a task stopped by a DynagnnError: its "Compute Failed" record
+    (with the traceback), since the client re-raises the error and the user sees it once, on one line;
+    and the warning about the tasks still running when the stage then closes the cluster."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)
+        if msg.startswith("Async instruction") and msg.endswith("ended with CancelledError"):
+            return False  # distributed: "this should exclusively happen in Worker.close()"
+        if not msg.startswith("Compute Failed") or not isinstance(record.args, tuple):
+            return True
+        # distributed logs (key, state, task, repr(exception), traceback); repr starts with the class name
+        text = next((a for a in record.args[3:4] if isinstance(a, str)), "")
+        return text.split("(", 1)[0] not in _error_names()
+
+
+class QuietInputErrors(WorkerPlugin):
+    """Worker plugin installing :class:`_InputErrorFilter` on the loggers of ``distributed.worker``, in
+    the worker's process (a LocalCluster of processes, or a remote cluster)."""
+
+    name = "dynagnn-quiet-input-errors"
+    idempotent = True
+
+    def setup(self, worker) -> None:
+        for name in ("distributed.worker", "distributed.worker.state_machine"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, _InputErrorFilter) for f in logger.filters):
+                logger.addFilter(_InputErrorFilter())
 
 
 @contextmanager
 def dask_client(workers: int = 1, address: str | None = None, processes: bool = True):
     """A Dask client: the cluster at ``address`` (or $DASK_SCHEDULER_ADDRESS) if one is named, else a
-    LocalCluster of ``workers`` single-threaded workers, closed on exit."""
+    LocalCluster of ``workers`` single-threaded workers, closed on exit. Its workers log no traceback
+    for a task that fails on bad input (:class:`QuietInputErrors`)."""
     from dask.distributed import Client, LocalCluster
 
     address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
         log.info("connecting to the Dask scheduler at %s", address)
         with Client(address) as client:
+            client.register_plugin(QuietInputErrors())
             yield client
         return
-    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
-                      dashboard_address=":0", silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-        log.info("local Dask cluster: %d workers (%s)", max(1, workers), "processes" if processes else "threads")
-        yield client
+    stopped = _StoppedEarly()
+    nanny = logging.getLogger("distributed.nanny")
+    nanny.addFilter(stopped)
+    try:
+        with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
+                          dashboard_address=":0", silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+            client.register_plugin(QuietInputErrors())
+            log.info("local Dask cluster: %d workers (%s)", max(1, workers), "processes" if processes else "threads")
+            try:
+                yield client
+            except BaseException:
+                stopped.early = True
+                raise
+    finally:
+        nanny.removeFilter(stopped)
+
+
+class _StoppedEarly(logging.Filter):
+    """Once the stage has failed (its error is what the user reads), drops the nanny's warnings
+    about the worker processes it then kills in the middle of their tasks."""
+
+    early = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.early and record.levelno < logging.ERROR)
 
 
 def snapshot_ranges(store: SnapshotStore, parts: int) -> list[tuple[int, int]]:

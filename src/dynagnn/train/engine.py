@@ -324,8 +324,8 @@ def _unloadable(path: Path, exc: Exception) -> str:
     if head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
         return "the file is truncated or damaged (torch.save writes a zip archive; this one has no end)"
     if head[:2] != b"PK":
-        why = "a pickle of other objects" if weights_only else detail
-        return f"not a file torch.save wrote (unpickling failed: {why})"
+        why = "it holds objects other than tensors and plain values" if weights_only else detail
+        return f"not a file torch.save wrote (no zip archive: it begins {head!r}; unpickling failed: {why})"
     if weights_only:
         return ("it holds Python objects other than tensors and plain values, which dynagnn does not load "
                 "(a training run never writes them)")
