@@ -2,12 +2,13 @@
 
 import sys
 
-from . import (bench_analyze, bench_cache, bench_cost, bench_dist, bench_ingest, bench_partition, bench_schedule, bench_stats,
+from . import (bench_analyze, bench_cache, bench_cost, bench_dist, bench_group, bench_ingest, bench_partition, bench_schedule, bench_stats,
                bench_train)
 
 BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main,
            "partition": bench_partition.main, "cache": bench_cache.main, "cost": bench_cost.main,
-           "schedule": bench_schedule.main, "train": bench_train.main, "dist": bench_dist.main}
+           "schedule": bench_schedule.main, "train": bench_train.main, "dist": bench_dist.main,
+           "group": bench_group.main}
 
 
 def main(argv: list[str]) -> int:

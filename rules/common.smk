@@ -69,11 +69,50 @@ def dask_flags(wildcards):
 NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
 
+# Strategies that run the schedule stage's plan (BLAD and its baselines), on 2 processes per worker.
+GROUP_STRATEGIES = ("group", "blad_nm", "blad_even")
+
+
+def train_plan(wildcards):
+    return f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{wildcards.workers}.json"
+
+
+def train_inputs(wildcards):
+    inputs = {"store": f"{RESULTS}/{wildcards.dataset}/store.zarr"}
+    if wildcards.strategy in GROUP_STRATEGIES:
+        inputs["plan"] = train_plan(wildcards)
+    return inputs
+
+
+def compared(wildcards):
+    """Strategies trained on (dataset, model, workers), in config order."""
+    key = (wildcards.dataset, wildcards.model, str(wildcards.workers))
+    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], str(r["workers"])) == key]
+
+
+def compare_inputs(wildcards):
+    base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
+    inputs = {s: f"{base}/{s}-{wildcards.workers}/metrics.parquet" for s in compared(wildcards)}
+    return {**inputs, "plan": train_plan(wildcards)}
+
+
+def compare_args(wildcards):
+    base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
+    return " ".join(f"{s}={base}/{s}-{wildcards.workers}" for s in compared(wildcards))
+
+
+def train_threads(wildcards):
+    return int(wildcards.workers) * (2 if wildcards.strategy in GROUP_STRATEGIES else 1)
+
+
 def train_options_json(wildcards):
     for run in TRAIN_RUNS:
         if (run["dataset"], run["model"], run["strategy"], str(run["workers"])) == (
                 wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers):
-            return json.dumps(run["options"], sort_keys=True)
+            options = dict(run["options"])
+            if wildcards.strategy in GROUP_STRATEGIES:
+                options["plan"] = train_plan(wildcards)
+            return json.dumps(options, sort_keys=True)
     raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} on "
                         f"{wildcards.workers} workers in config train.runs")
 
@@ -89,12 +128,13 @@ def train_launcher(wildcards):
     if not launch.get("torchrun"):
         return "python -m dynagnn"
     nodes, workers = train_nodes(wildcards), int(wildcards.workers)
+    procs = train_threads(wildcards)  # processes of the job: workers, or 2 per worker for BLAD's pair
     if workers % nodes:
         raise WorkflowError(f"launch.nodes {nodes} does not divide {workers} workers of "
                             f"{wildcards.dataset}/{wildcards.model}/{wildcards.strategy}")
     head = "$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)"
     return (f"srun --nodes {nodes} --ntasks-per-node 1 torchrun --nnodes {nodes} "
-            f"--nproc-per-node {workers // nodes} --rdzv-backend c10d --rdzv-endpoint {head}:{launch.get('port', 29500)} "
+            f"--nproc-per-node {procs // nodes} --rdzv-backend c10d --rdzv-endpoint {head}:{launch.get('port', 29500)} "
             f"-m dynagnn")
 
 
@@ -125,6 +165,8 @@ def all_outputs():
         outs += [f"{RESULTS}/{d}/analysis/{name}.parquet" for name in _ANALYSES if events or name not in _NEEDS_EVENTS]
     for run in TRAIN_RUNS:
         outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['workers']}/training.png")
+        if run["strategy"] in GROUP_STRATEGIES:  # BLAD's runs are compared with the others of their workers
+            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/compare-{run['workers']}.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:

@@ -1,5 +1,6 @@
 # Schedule: per (dataset, model, workers), the predicted per-snapshot loads and BLAD's two-level plan
-# (with the even split as its baseline, and PiPAD's per-frame tuner from the overlap table).
+# (with the even split as its baseline, and PiPAD's per-frame tuner from the overlap table), over the
+# training windows of the run's task: the plan the group strategies (BLAD) train from.
 
 
 rule schedule:
@@ -25,9 +26,11 @@ rule schedule:
     params:
         window=lambda wildcards: schedule_run(wildcards)["window"],
         hidden=lambda wildcards: schedule_run(wildcards)["hidden"],
+        task=lambda wildcards: schedule_run(wildcards)["task"],
     conda:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn schedule {input.store:q} --predictor {input.predictor:q} --model {wildcards.model} "
-        "--workers {wildcards.workers} --window {params.window} --hidden {params.hidden} --stats {input.stats:q} "
+        "--workers {wildcards.workers} --window {params.window} --hidden {params.hidden} --task {params.task} "
+        "--stats {input.stats:q} "
         "--overlap {input.overlap:q} --out {output.plan:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -4,12 +4,15 @@
 # `launch: {torchrun: true, nodes: M}` (the SLURM profile) the job is M machines and srun starts one
 # torchrun per machine, which starts workers/M processes that join one group:
 #   srun torchrun --nnodes M --nproc-per-node P/M --rdzv-backend c10d --rdzv-endpoint HEAD:PORT -m dynagnn train ...
+# The group strategies (BLAD: group, blad_nm, blad_even) run 2 processes per worker (2P/M per
+# machine) from the schedule stage's plan-<workers>.json, which is then an input; their job holds 2
+# cores per worker.
 import os
 
 
 rule train:
     input:
-        store=f"{RESULTS}/{{dataset}}/store.zarr",
+        unpack(train_inputs),
     output:
         metrics=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/metrics.parquet",
         timings=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/timings.parquet",
@@ -25,7 +28,7 @@ rule train:
         f"{RESULTS}/logs/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}.tsv"
-    threads: lambda wildcards: int(wildcards.workers)
+    threads: train_threads
     params:
         options=train_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
@@ -37,3 +40,29 @@ rule train:
     shell:
         "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
         "--workers {wildcards.workers} --threads 1 > {log:q} 2>&1"
+
+
+# BLAD Figs. 12, 15, 16: every strategy trained on a (dataset, model, workers) side by side, measured
+# against the schedule plan's predicted epoch time, sync-wait share and operator-overlap share.
+rule compare:
+    input:
+        unpack(compare_inputs),
+    output:
+        table=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.png",
+            caption="../workflow/report/compare.rst",
+            category="Training",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.pdf",
+    log:
+        f"{RESULTS}/logs/compare/{{dataset}}/{{model}}/compare-{{workers}}.log",
+    threads: 1
+    params:
+        runs=compare_args,
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn compare {params.runs} --plan {input.plan:q} --out {output.table:q} "
+        "--figure {output.figure:q} > {log:q} 2>&1"

@@ -39,3 +39,21 @@ def test_summary_takes_median_and_drops_warmup():
 
 def test_peak_memory_positive():
     assert T.peak_memory_bytes("cpu") > 10 * 2**20
+
+
+def test_trace_segments_follow_the_innermost_phase(monkeypatch):
+    from dynagnn.timing import trace_segments
+
+    clock = iter(range(100))
+    timer = T.PhaseTimer()
+    monkeypatch.setattr(timer, "_now", lambda: float(next(clock)))
+    timer.trace = []
+    with timer.phase("rnn"):              # 0
+        with timer.phase("graph_op"):     # 1 .. 2
+            pass
+        with timer.phase("nn_op"):        # 3 .. 4
+            pass
+    with timer.phase("backward"):         # 6 .. 7 (rnn closed at 5)
+        pass
+    s, e, k = trace_segments(timer.trace, {"graph_op": 0, "nn_op": 1, "rnn": 1})
+    assert s.tolist() == [0, 1, 2, 3, 4] and e.tolist() == [1, 2, 3, 4, 5] and k.tolist() == [1, 0, 1, 1, 1]

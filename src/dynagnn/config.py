@@ -188,7 +188,8 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def schedule_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (dataset, model, workers) the schedule stage plans, with its window and hidden width.
+    """Every (dataset, model, workers) the schedule stage plans, with its window, hidden width and task
+    (whose training windows the plan covers).
 
     ``schedule.runs`` null (the default): each distinct (dataset, model) of :func:`train_runs`, with
     the window and hidden width of its first training run; else the listed pairs, whose window and
@@ -201,12 +202,14 @@ def schedule_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         for run in train_runs(cfg):
             opts = run["options"]
             pairs.setdefault((run["dataset"], run["model"]), {"window": int(opts.get("window", 4)),
-                                                              "hidden": int(opts.get("hidden", 32))})
+                                                              "hidden": int(opts.get("hidden", 32)),
+                                                              "task": str(opts.get("task", "auto"))})
     else:
         for run in sched["runs"]:
             for model in run["models"]:
                 pairs.setdefault((run["dataset"], model), {"window": int(run.get("window", section.get("window", 4))),
-                                                           "hidden": int(run.get("hidden", section.get("hidden", 32)))})
+                                                           "hidden": int(run.get("hidden", section.get("hidden", 32))),
+                                                           "task": str(section.get("task", "auto"))})
     return [{"dataset": d, "model": m, "workers": int(w), **opts} for (d, m), opts in pairs.items() for w in workers]
 
 

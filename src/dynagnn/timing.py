@@ -60,6 +60,9 @@ class PhaseTimer:
         self._current: dict[str, float] = defaultdict(float)
         self._rows: list[dict] = []
         self.bytes_moved: dict[str, int] = defaultdict(int)
+        # when a list: (time, innermost open phase or None) at every phase change, so the operator
+        # timelines of co-located processes can be laid side by side (BLAD's measured overlap)
+        self.trace: list | None = None
 
     def _now(self) -> float:
         if self.sync:
@@ -70,6 +73,8 @@ class PhaseTimer:
     def phase(self, name: str):
         start = self._now()
         self._stack.append([name, start, 0.0])
+        if self.trace is not None:
+            self.trace.append((start, name))
         try:
             yield
         finally:
@@ -79,6 +84,8 @@ class PhaseTimer:
             self._current[name] += total - child
             if self._stack:
                 self._stack[-1][2] += total
+            if self.trace is not None:
+                self.trace.append((end, self._stack[-1][0] if self._stack else None))
 
     @contextlib.contextmanager
     def epoch(self, epoch: int, worker: int = 0, warmup: bool = False):
@@ -112,6 +119,19 @@ class PhaseTimer:
         import pandas as pd
         cols = ["epoch", "worker", "phase", "seconds", "warmup", "peak_memory_bytes"]
         return pd.DataFrame(self._rows, columns=cols)
+
+
+def trace_segments(trace: list, kinds: dict[str, int]) -> tuple:
+    """(start, end, kind) float64/float64/int64 arrays of the stretches of a timer's ``trace`` whose
+    innermost phase has a kind in ``kinds`` (e.g. graph_op: 0, nn_op: 1), in time order."""
+    import numpy as np
+
+    rows = [(t0, t1, kinds[name]) for (t0, name), (t1, _) in zip(trace, trace[1:])
+            if name in kinds and t1 > t0]
+    if not rows:
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
+    a = np.array(rows, dtype=np.float64)
+    return a[:, 0], a[:, 1], a[:, 2].astype(np.int64)
 
 
 def active() -> PhaseTimer | None:

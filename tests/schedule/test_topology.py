@@ -83,3 +83,16 @@ def test_errors():
         plan_operators(np.ones((2, 2)), -np.ones((2, 2)))
     with pytest.raises(ConfigError):
         plan_operators_batch(np.ones((1, 2, 7)), np.ones((1, 2, 7)))
+
+
+def test_cross_kind_overlap_sweep_equals_all_pairs():
+    from dynagnn.schedule.topology import _dr_segments, cross_kind_overlap
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        timelines = []
+        for _ in range(2):  # disjoint sorted segments with gaps, as a process's operators are
+            n = int(rng.integers(0, 30))
+            edges = np.sort(rng.uniform(0, 10, 2 * n))
+            timelines += [edges[0::2], edges[1::2], rng.integers(0, 2, n)]
+        assert cross_kind_overlap(*timelines) == pytest.approx(_dr_segments(*timelines), abs=1e-12)

@@ -169,3 +169,14 @@ def test_a_dead_partner_stops_the_job(store, tmp_path):
     with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
         launch(_train_and_die, 1, store, out, cfg, threads=1, timeout=60, procs_per_worker=2)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_train_without_a_plan_plans_at_start(store, tmp_path):
+    """No plan given: rank 0 profiles and plans the training windows; the run writes what a run
+    writes, with every process's timings and the measured operator overlap per epoch."""
+    metrics, timings = engine.train(store, tmp_path / "o", config("wdgcn", "group", 1, epochs=2, batch_windows=7),
+                                    progress=False)
+    assert sorted(timings["worker"].unique()) == [0, 1]  # p1 and p2
+    assert {"sync_wait", "communication", "graph_op"} <= set(timings["phase"])
+    assert ((metrics["overlap_share"] >= 0) & (metrics["overlap_share"] < 1)).all()
+    assert (tmp_path / "o" / "model.pt").exists()

@@ -269,3 +269,22 @@ def plan_loads(plan, out_png: str | Path, title: str = "") -> list[Path]:
 # The figure of each analysis table (dynagnn.analysis.stage.ANALYSES), drawn beside it as <name>.png.
 ANALYSIS_FIGURES = {"overlap": overlap_by_frame, "formats": format_sizes, "redundancy": redundancy_by_batch,
                     "partitions": partition_quality, "cache": cache_hit_ratio, "volume": volume_model_vs_count}
+
+
+def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Epoch time, synchronisation-wait share and operator-overlap share per strategy, measured
+    beside the plan's prediction (:func:`dynagnn.report.strategies.strategy_table`; BLAD Figs.
+    12, 15/18 and 16)."""
+    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
+    names = table["strategy"].tolist()
+    for a, (col, label) in zip(ax, (("epoch_s", "seconds per epoch"), ("sync_share", "synchronisation-wait share"),
+                                    ("overlap_share", "operator-overlap share"))):
+        series = {"measured": table[col].fillna(0).tolist(),
+                  "predicted (plan)": table[f"predicted_{col}"].fillna(0).tolist()}
+        _grouped_bars(a, names, series, xlabel="strategy", legend_size=7)
+        a.set_ylabel(label)
+        a.tick_params(axis="x", labelrotation=20)
+    ax[0].set_title("epoch time (median, warm-up excluded)", fontsize=9)
+    ax[1].set_title("time waiting for a partner or peer", fontsize=9)
+    ax[2].set_title("compute beside memory-bound operators", fontsize=9)
+    return save(fig, out_png, title)

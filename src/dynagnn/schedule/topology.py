@@ -86,6 +86,23 @@ def _dr_segments(s1, e1, k1, s2, e2, k2) -> float:
     return float(ov[k1[:, None] != k2[None, :]].sum())
 
 
+def cross_kind_overlap(s1, e1, k1, s2, e2, k2) -> float:
+    """The measure of {t: both busy with different kinds} for two timelines whose segments are each
+    sorted and disjoint (a process runs one operator at a time), by one sweep: O(n1 + n2), for
+    measured timelines of thousands of operators (``_dr_segments`` pairs every segment)."""
+    i = j = 0
+    total = 0.0
+    while i < len(s1) and j < len(s2):
+        lo, hi = max(s1[i], s2[j]), min(e1[i], e2[j])
+        if hi > lo and k1[i] != k2[j]:
+            total += hi - lo
+        if e1[i] <= e2[j]:
+            i += 1
+        else:
+            j += 1
+    return float(total)
+
+
 def deployment_reward(ops1, ops2) -> float:
     """Eq. 3 over the whole timeline of two operator sequences (each from ``operator_sequence``)."""
     return _dr_segments(*_segments(ops1), *_segments(ops2))

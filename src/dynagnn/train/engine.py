@@ -225,11 +225,12 @@ class Trainer:
             with self.timer.epoch(epoch, worker=self.ctx.rank, warmup=epoch < c.warmup_epochs):
                 loss = self.train_epoch(epoch)
             seconds = time.perf_counter() - start
+            extra = self.strategy.epoch_metrics(epoch, seconds)
             self._count_comm(epoch, "train")
             val = self.evaluate(self.split.val)
             test = self.evaluate(self.split.test)
             self._count_comm(epoch, "eval")
-            row = {"epoch": epoch, "loss": loss, "train_seconds": seconds}
+            row = {"epoch": epoch, "loss": loss, "train_seconds": seconds, **extra}
             row.update({f"val_{k}": v for k, v in val.items()})
             row.update({f"test_{k}": v for k, v in test.items()})
             rows.append(row)

@@ -93,6 +93,11 @@ class Strategy:
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         raise NotImplementedError
 
+    def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
+        """Collective, after each training epoch of ``seconds``: the strategy's own per-epoch figures
+        for metrics.parquet (the same on every worker; default none)."""
+        return {}
+
     def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
         """The training windows' end snapshots cut into steps of B, in order (the last may be shorter)."""
         ends, b = list(ends), int(batch_windows)

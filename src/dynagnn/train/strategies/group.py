@@ -59,12 +59,16 @@ from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.plan import SchedulePlan
+from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_ranges
-from dynagnn.timing import section
+from dynagnn.timing import trace_segments
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
+
+# the operator kinds of BLAD's deployment reward: aggregation is memory-bound, the rest compute-bound
+OPERATOR_KINDS = {"graph_op": 0, "nn_op": 1, "rnn": 1}
 
 
 def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list[int]:
@@ -101,7 +105,7 @@ def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
 
     log.info("no plan given: profiling %s's operators on %s to plan %d workers (the schedule stage's "
              "plan-%d.json avoids this)", model, run.device, workers, workers)
-    grid = stage_grid("auto", stores=[run.store], models=[model], hidden=[hidden])
+    grid = stage_grid("auto", stores=[run.store.path], models=[model], hidden=[hidden])
     pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
     return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
                       groups=run.train_ends, predictor_source="profiled at start")
@@ -150,6 +154,7 @@ class GroupPipeline(Strategy):
         self._state_layout(run)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
+        run.timer.trace = []  # operator timelines, for the measured overlap (epoch_metrics)
 
     # ------------------------------------------------------------------ plan
 
@@ -285,6 +290,30 @@ class GroupPipeline(Strategy):
         for work, _ in sends:
             work.wait()
         return total
+
+    def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
+        """``overlap_share``: the share of the epoch's wall time in which a worker's two processes ran
+        a memory-bound (aggregation) and a compute-bound operator (update, recurrent cell) at once,
+        BLAD's deployment reward measured (mean over workers). Forward operators only: autograd's
+        backward kernels run outside the timed sections, so backward time counts as no overlap."""
+        run = self.run
+        segs = trace_segments(run.timer.trace, OPERATOR_KINDS)
+        run.timer.trace.clear()
+        share = None
+        if self.p1:
+            n = torch.zeros(1, dtype=torch.int64)
+            run.comm.recv(n, self.partner, "timeline")
+            theirs = torch.zeros(3, int(n.item()), dtype=torch.float64)
+            run.comm.recv(theirs, self.partner, "timeline")
+            s2, e2, k2 = theirs.numpy()
+            overlap = cross_kind_overlap(*segs, s2, e2, k2.astype(np.int64))
+            share = overlap / seconds if seconds > 0 else 0.0
+        else:
+            mine = torch.from_numpy(np.stack([segs[0], segs[1], segs[2].astype(np.float64)]))
+            run.comm.send(torch.tensor([mine.shape[1]], dtype=torch.int64), self.partner, "timeline")
+            run.comm.send(mine, self.partner, "timeline")
+        shares = [x for x in run.comm.all_gather_object(share) if x is not None]
+        return {"overlap_share": float(np.mean(shares))}
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot

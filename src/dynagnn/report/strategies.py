@@ -1,0 +1,61 @@
+"""Strategies side by side against the plan's predictions (BLAD Figs. 12, 15, 16, 18).
+
+One row per training run of a (dataset, model, workers): the measured median epoch time (warm-up
+epochs excluded), the synchronisation-wait share (``sync_wait`` over every process's timed time),
+the operator-overlap share (the group strategies' ``overlap_share`` per epoch) and, for the
+strategies that run a plan, what the plan predicted for each:
+
+- epoch: the plan's pipeline makespan of the slowest worker (forward and backward only; the
+  measured epoch also holds the optimiser, the losses and the hand-overs);
+- sync share: the idle share of all 2P processes until the slowest worker's makespan;
+- overlap share: the plan's operator order's compute/memory overlap (BLAD), or the default order's
+  (BLAD-NM, BLAD-Even).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+PLANNED = {"group": "balanced", "blad_nm": "balanced", "blad_even": "even"}
+COLUMNS = ["strategy", "epochs", "epoch_s", "predicted_epoch_s", "sync_share", "predicted_sync_share",
+           "overlap_share", "predicted_overlap_share", "best_val"]
+
+
+def predicted(plan, strategy: str) -> dict[str, float]:
+    """The plan's predicted epoch, sync share and overlap share for a group strategy (else NaN)."""
+    kind = PLANNED.get(strategy)
+    if kind is None:
+        return {"predicted_epoch_s": np.nan, "predicted_sync_share": np.nan, "predicted_overlap_share": np.nan}
+    procs = plan.processes if kind == "balanced" else plan.baseline_processes
+    span = max(p.makespan for p in procs)
+    busy = sum(float(p.busy.sum()) for p in procs)
+    s = plan.summary()
+    overlap = s.get("overlap_fraction" if strategy == "group" else "default_overlap_fraction", np.nan)
+    return {"predicted_epoch_s": float(span),
+            "predicted_sync_share": float(1 - busy / (2 * len(procs) * span)) if span > 0 else 0.0,
+            "predicted_overlap_share": float(overlap)}
+
+
+def measured(metrics: pd.DataFrame, timings: pd.DataFrame) -> dict[str, float]:
+    """Median epoch seconds, sync-wait share and overlap share of one run (warm-up excluded where
+    more than one epoch ran)."""
+    m = metrics[metrics["epoch"] >= 1] if len(metrics) > 1 else metrics
+    t = timings[timings["epoch"].isin(m["epoch"])]
+    total = float(t["seconds"].sum())
+    primary = [c for c in metrics.columns if c.startswith("val_")][:1]
+    return {"epochs": int(len(metrics)), "epoch_s": float(m["train_seconds"].median()),
+            "sync_share": float(t.loc[t["phase"] == "sync_wait", "seconds"].sum() / total) if total > 0 else 0.0,
+            "overlap_share": float(m["overlap_share"].median()) if "overlap_share" in m else np.nan,
+            "best_val": float(metrics.loc[metrics["best"], primary[0]].iloc[0]) if primary else np.nan}
+
+
+def strategy_table(plan, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+    """``runs``: strategy -> (metrics, timings) of its run; ``plan``: the SchedulePlan the group
+    strategies ran (or None)."""
+    rows = []
+    for strategy, (metrics, timings) in runs.items():
+        row = {"strategy": strategy, **measured(metrics, timings)}
+        row.update(predicted(plan, strategy) if plan is not None else {})
+        rows.append(row)
+    return pd.DataFrame(rows).reindex(columns=COLUMNS)
