@@ -212,6 +212,30 @@ def test_reader_options_checked_before_reading(tmp_path):
     assert sources.reader_options("snap-edgelist") == ["sep", "comment", "header"]
 
 
+def test_schema_lists_every_reader_option():
+    """The config schema says which options each format takes (check-config and Snakemake refuse
+    the others); it must list exactly the reader's keyword parameters, and pyg's choices."""
+    from dynagnn.config import load_schema
+    from dynagnn.data.sources import pyg_temporal
+
+    rules = load_schema()["$defs"]["dataset"]["allOf"]
+    listed = {}
+    for rule in rules:
+        fmt = rule["if"]["properties"]["format"]
+        options = rule["then"]["properties"]["options"]
+        assert options["additionalProperties"] is False
+        for name in fmt.get("enum", [fmt.get("const")]):
+            listed[name] = list(options.get("properties", {}))
+    formats = load_schema()["$defs"]["dataset"]["properties"]["format"]["enum"]
+    assert set(listed) == set(formats)
+    for fmt in READERS:
+        assert listed[fmt] == sources.reader_options(fmt), fmt
+    pyg = next(r for r in rules if r["if"]["properties"]["format"].get("const") == "pyg-temporal-json")
+    props = pyg["then"]["properties"]["options"]["properties"]
+    assert props["transform"]["enum"] == [*pyg_temporal.TRANSFORMS, None]
+    assert props["feature_mode"]["enum"] == [*pyg_temporal.FEATURE_MODES, None]
+
+
 def test_snap_row_source_names_lines_in_file_order(tmp_path):
     """Events are time-sorted; the row source still maps each back to its line (for ingest's checks)."""
     path = write(tmp_path / "e.txt", "# c\n1 2 30\n\n2 3 10\n# mid\n3 1 20\n")
