@@ -28,6 +28,7 @@ from pathlib import Path
 
 from . import __version__
 from .analysis.stage import ANALYSES, AnalysisOptions
+from .atomic import unwritable_reason
 from .errors import ConfigError, DynagnnError
 
 log = logging.getLogger("dynagnn")
@@ -314,10 +315,25 @@ def cmd_analyze(args) -> None:
                       on_table=lambda part, df: ANALYSIS_FIGURES[part](df, args.out_dir / f"{part}.png", title))
 
 
+def check_device(device: str, name: str = "--device") -> None:
+    """A CUDA device that this machine has (the schema checked the spelling: cpu, cuda or cuda:N);
+    else torch fails later with a traceback, or after the store was read."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        sees = f"{count} CUDA device(s)" if count else f"no CUDA device (torch {torch.__version__}); use cpu"
+        raise ConfigError(f"{name} {device}: this machine has {sees}")
+
+
 def cmd_profile(args) -> None:
     from .cost.stage import profile_stage
     from .report.figures import predicted_vs_measured
 
+    check_device(args.device)
     _, pred, held = profile_stage(args.out_dir, device=args.device, grid=args.grid, stores=args.stores,
                                   widths=args.widths, models=args.models, hidden=args.hidden, threads=args.threads,
                                   repeats=args.repeats, seed=args.seed, progress=not args.quiet)
@@ -417,13 +433,9 @@ def check_output(path: Path, flag: str, suffixes: tuple[str, ...] | None) -> Non
             raise ConfigError(f"{flag} {path}: is a directory; expected a {' or '.join(suffixes)} file")
         if path.suffix.lower() not in suffixes:
             raise ConfigError(f"{flag} {path}: expected a file name ending in {' or '.join(suffixes)}")
-    folder = path.absolute().parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"{flag} {path}: {folder} is not a directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag} {path}: cannot write in {folder} (permission denied)")
+    reason = unwritable_reason(path)
+    if reason:
+        raise ConfigError(f"{flag} {path}: {reason}")
 
 
 def check_outputs(args) -> None:
@@ -446,6 +458,7 @@ def cmd_train(args) -> None:
         check_options("train", options, "--options")
     options.update({k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None})
     config = TrainConfig.from_dict(options)
+    check_device(config.device, "--device" if args.device else "--options device")
     t0 = time.perf_counter()
     result = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet)
     if result is None:  # a rank other than 0 of a torchrun job: rank 0 reports and draws
@@ -508,6 +521,12 @@ def main(argv: list[str] | None = None) -> int:
         # (stdout to devnull, so that the interpreter's last flush does not fail again).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        # The machine's refusal (a full disk, a permission the checks above could not foresee): one
+        # line as well; the writes are atomic, so nothing half-written is left. -v shows where.
+        log.debug("OSError in %s", args.stage, exc_info=True)
+        print(f"dynagnn {args.stage}: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"dynagnn {args.stage}: interrupted", file=sys.stderr)
         return 130

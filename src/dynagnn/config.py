@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -43,26 +44,15 @@ def schema_node(key: str) -> dict:
     return node
 
 
-def _registry(kind: str) -> tuple[str, dict]:
-    """(what one entry is called, the registry) of ``kind``; imported only when a value is checked,
-    since the registries pull in torch."""
-    if kind == "models":
-        from .models import MODELS
-
-        return "model", MODELS
-    if kind == "strategies":
-        from .train.strategies import STRATEGIES
-
-        return "strategy", STRATEGIES
-    raise AssertionError(f"the schema names an unknown registry {kind!r}")
-
-
-def _registered(validator, kind, instance, schema):
-    """The ``x-registry`` keyword: a string value must be a name of the registry."""
+def _registered(validator, registry, instance, schema):
+    """The ``x-registry`` keyword, ``{names: <module>.<mapping>, what: <one entry>}``: a string value
+    must be a key of that mapping. The schema names the registry and it is imported only when a value
+    is checked: the registries live in layers above this one (models, train) and pull in torch."""
     if isinstance(instance, str):
-        what, names = _registry(kind)
+        module, _, attr = registry["names"].rpartition(".")
+        names = getattr(importlib.import_module(module), attr)
         if instance not in names:
-            yield jsonschema.ValidationError(f"unknown {what} {instance!r}{did_you_mean(instance, names)}; "
+            yield jsonschema.ValidationError(f"unknown {registry['what']} {instance!r}{did_you_mean(instance, names)}; "
                                              f"known: {', '.join(names)}")
 
 

@@ -84,8 +84,12 @@ ROWS = [
     pytest.param(train("--workers", "0"), r"--workers: 0 is less than the minimum of 1", id="train-workers-0"),
     pytest.param(train("--lr", "-1"), r"--lr: -1\.0 is less than or equal to the minimum of 0", id="train-lr-negative"),
     pytest.param(train("--device", "foo"), r"--device: 'foo' is not cpu, cuda or cuda:N", id="train-device-foo"),
-    pytest.param(train("--device", "cuda"), r"device 'cuda' requested but this torch has no CUDA device",
+    pytest.param(train("--device", "cuda"), r"--device cuda: this machine has no CUDA device .*; use cpu",
                  id="train-device-cuda-absent", marks=no_cuda),
+    pytest.param(train("--device", "cuda:99"), r"--device cuda:99: this machine has \w+ CUDA device",
+                 id="train-device-index-absent"),
+    pytest.param(train("--options", '{"device": "cuda:99"}'), r"--options device cuda:99: this machine has",
+                 id="train-options-device-absent"),
     pytest.param(train("--model", "tgnc"), r"--model: unknown model 'tgnc' \(did you mean 'tgcn'\?\); known: tgcn",
                  id="train-model-unknown"),
     pytest.param(train("--strategy", "vertx"), r"--strategy: unknown strategy 'vertx' \(did you mean 'vertex'\?\)",
@@ -137,7 +141,7 @@ ROWS = [
                  id="stats-out-suffix"),
     pytest.param(stats("--figure", "y.xyz"), r"--figure y\.xyz: expected a file name ending in \.png",
                  id="stats-figure-suffix"),
-    pytest.param(stats(out="file.txt/stats.parquet"), r"file\.txt is not a directory", id="stats-out-under-a-file"),
+    pytest.param(stats(out="file.txt/stats.parquet"), r"file\.txt is a file, not a directory", id="stats-out-under-a-file"),
     pytest.param(stats("--workers", "0"), r"--workers: 0 is less than the minimum of 1", id="stats-workers-0"),
     pytest.param(lambda tmp, s: stats("--scheduler", f"tcp://127.0.0.1:{_closed_port()}")(tmp, s),
                  r"--scheduler tcp://127\.0\.0\.1:\d+: no Dask scheduler reachable there", id="stats-scheduler-unreachable"),
@@ -156,6 +160,8 @@ ROWS = [
                  id="schedule-figure-suffix"),
     # profile: the cost section's keys, --device as train.device, widths without a key
     pytest.param(profile("--device", "foo"), r"--device: 'foo' is not cpu, cuda or cuda:N", id="profile-device-foo"),
+    pytest.param(profile("--device", "cuda:99"), r"--device cuda:99: this machine has \w+ CUDA device",
+                 id="profile-device-index-absent"),
     pytest.param(profile("--threads", "0"), r"--threads: 0 is less than the minimum of 1 \(config key cost\.threads\)",
                  id="profile-threads-0"),
     pytest.param(profile("--repeats", "0"), r"--repeats: 0 is less than the minimum of 1", id="profile-repeats-0"),
@@ -220,7 +226,7 @@ def test_read_only_output_folder_refused_before_writing(capfd, tmp_path, stores)
     ro.chmod(0o555)
     try:
         assert_refused(capfd, ["stats", stores["link"], "--out", str(ro / "sub" / "s.parquet")], tmp_path,
-                       r"cannot write in .*ro \(permission denied\)")
+                       r"the folder .*ro is not writable")
     finally:
         ro.chmod(0o755)
 

@@ -31,7 +31,7 @@ def test_two_workers_write_what_one_writes(link_store, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--workers", "0"], "need at least 1 worker"),
+    (["--workers", "0"], "--workers: 0 is less than the minimum of 1"),
     (["--strategy", "snapshot", "--model", "tgcn", "--workers", "2"], "use --strategy sequential or vertex"),
     (["--strategy", "snapshot", "--model", "wdgcn", "--workers", "4", "--window", "3"],
      "a step holds batch_windows × window = 3 snapshots, fewer than the 4 workers"),
