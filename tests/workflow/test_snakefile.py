@@ -116,6 +116,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     from dynagnn.cost.models import model_calls
     from dynagnn.cost.predictor import Predictor
     from dynagnn.schedule import SchedulePlan, build_plan
+    from dynagnn.train.strategies.group import training_ends
 
     cost = wd / "results" / "cost" / "cpu"
     predictor = Predictor.load(cost / "predictor.json")
@@ -129,7 +130,8 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
                                  store_checksum=synth.checksum)
         fwd, bwd = predictor.predict({"edges": np.diff(synth.offsets)}, model_calls(model, 32, 4),
                                      num_nodes=synth.num_nodes)
-        want = build_plan(fwd, bwd, group_len=2, num_workers=2, dataset="synth", model=model)
+        ends = training_ends(synth, 2)  # the schedule plans the runs' training windows
+        want = build_plan(fwd, bwd, group_len=2, num_workers=2, dataset="synth", model=model, groups=ends)
         np.testing.assert_allclose(plan.groups.loads, want.groups.loads)
         assert plan.groups.workers == want.groups.workers and plan.tuner is not None
         assert (wd / "results" / "synth" / model / "plan-2.png").exists()

