@@ -40,9 +40,11 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def _config(tmp: Path, text: str) -> str:
+def _config(tmp: Path, text: str, dataset: str = "") -> str:
+    """A config of one dataset entry (with ``dataset``'s keys added) and then ``text``."""
     path = tmp / "config.yaml"
-    path.write_text("datasets:\n  a: {format: snap-edgelist, path: x.txt, snapshots: {by: count, size: 10}}\n" + text)
+    path.write_text(f"datasets:\n  a: {{{dataset}format: snap-edgelist, path: x.txt, snapshots: {{by: count, size: 10}}}}\n"
+                    + text)
     return str(path)
 
 
@@ -67,8 +69,8 @@ def profile(*flags):
     return lambda tmp, s: ["profile", "--out-dir", str(tmp / "cost"), "--grid", "quick", *flags]
 
 
-def check_config(text):
-    return lambda tmp, s: ["check-config", _config(tmp, text)]
+def check_config(text, dataset=""):
+    return lambda tmp, s: ["check-config", _config(tmp, text, dataset)]
 
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -184,6 +186,9 @@ ROWS = [
     pytest.param(check_config("train:\n  runs: [{dataset: a, options: {hidden: 0}}]\n"),
                  r"config key train\.runs\.0\.options\.hidden: 0 is less than the minimum of 1",
                  id="config-run-option-value"),
+    pytest.param(check_config("", dataset="options: {sepp: ','}, "),
+                 r"config key datasets\.a\.options: unknown key 'sepp' \(did you mean 'sep'\?\)",
+                 id="config-reader-option-unknown"),
     pytest.param(check_config("train:\n  hidden: 8\n  hidden: 16\n"),
                  r"config\.yaml, line 5: duplicate key 'hidden' \(first given at line 4\)", id="config-duplicate-key"),
     pytest.param(check_config("train: [\n"), r"config\.yaml, line 4: not valid YAML", id="config-bad-yaml"),
