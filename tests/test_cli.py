@@ -155,7 +155,11 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
     plan = SchedulePlan.load(plan_path, dataset="s", model="tgcn", store_checksum=st.checksum)
     fwd, bwd = Predictor.load(cost / "predictor.json").predict({"edges": np.diff(st.offsets)},
                                                                model_calls("tgcn", 4, 4), num_nodes=st.num_nodes)
-    want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn")
+    from dynagnn.train.strategies.group import training_ends
+
+    ends = training_ends(st, 3)  # the CLI plans the training windows (--windows train)
+    want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn", groups=ends)
+    assert sorted(g for w in plan.groups.workers for g in w) == ends
     np.testing.assert_allclose(plan.meta["snapshot_forward_s"], fwd)
     np.testing.assert_allclose(plan.groups.loads, want.groups.loads)
     np.testing.assert_allclose(plan.baseline_groups.loads, want.baseline_groups.loads)
@@ -176,7 +180,7 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
         (["schedule", str(store), "--predictor", pred, "--model", "wdgcn", "--workers", "2"],
          "no lstm/forward model"),
         (["schedule", str(store), "--predictor", pred, "--model", "tgcn", "--workers", "9", "--window", "3"],
-         "9 workers but only 6 snapshot groups"),
+         "9 workers but only 3 snapshot groups"),
         (["schedule", str(store), "--predictor", pred, "--model", "tgcn", "--workers", "2", "--stats",
           str(tmp_path / "missing.parquet")], "statistics table not found"),
         (["schedule", str(store), "--predictor", str(tmp_path / "none.json"), "--model", "tgcn", "--workers", "2"],

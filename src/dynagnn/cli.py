@@ -176,6 +176,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="intra-worker split: dp (exact programme, default), eq2 (printed Eq. 2), even")
     sc.add_argument("--memory-gb", type=_positive(float), default=8.0, help="device memory for one tuner partition (default 8)")
     sc.add_argument("--figure", type=Path, help="the figure (PNG; default: plan-<workers>.png beside --out)")
+    sc.add_argument("--windows", choices=("train", "all"), default="train",
+                    help="which groups to plan: train (default: the training windows of --task, what the group "
+                         "strategies train) or all (every window of the store)")
+    sc.add_argument("--task", choices=("auto", "link", "classify", "regress"), default="auto",
+                    help="the training task whose training windows are planned (default auto, as train)")
     sc.add_argument("--check", type=Path, metavar="PLAN",
                     help="instead of planning, load PLAN, check it is for this store, model and worker count, "
                          "and print its predicted figures")
@@ -216,6 +221,17 @@ def _parser() -> argparse.ArgumentParser:
                                                  "process: torch's choice; several: the cores divided among them)")
     tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
+
+    cmp_ = sub.add_parser("compare", help="strategies side by side against the plan's predictions (BLAD Figs. 12, 15, 16)",
+                          description="Gather training runs of one dataset, model and worker count: the median "
+                                      "epoch time, the synchronisation-wait share and the operator-overlap share "
+                                      "of each, beside what the schedule plan predicted for the group strategies. "
+                                      "Writes a Parquet table and a figure.")
+    cmp_.add_argument("runs", nargs="+", metavar="STRATEGY=DIR",
+                      help="a training run's strategy and output directory (metrics.parquet, timings.parquet)")
+    cmp_.add_argument("--plan", type=Path, help="the plan the group strategies ran (their predictions)")
+    cmp_.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    cmp_.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
 
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
@@ -353,9 +369,15 @@ def cmd_schedule(args) -> None:
         return
     if args.out is None:
         raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
+    groups = None
+    if args.windows == "train":
+        from .data.store import open_store
+        from .train.strategies.group import training_ends
+
+        groups = training_ends(open_store(args.store), args.window, args.task)
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
-                          memory_bytes=args.memory_gb * 2**30)
+                          memory_bytes=args.memory_gb * 2**30, groups=groups)
     s = plan.summary()
     log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
              "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,
@@ -393,7 +415,8 @@ FLAG_KEYS: dict[str, dict[str, str]] = {
     "profile": {"device": "train.device", "grid": "cost.grid", "threads": "cost.threads", "repeats": "cost.repeats",
                 "models": "train.runs.items.models", "hidden": "train.hidden", "seed": "seed"},
     "schedule": {"model": "schedule.runs.items.models.items", "workers": "schedule.workers.items",
-                 "window": "schedule.runs.items.window", "hidden": "schedule.runs.items.hidden"},
+                 "window": "schedule.runs.items.window", "hidden": "schedule.runs.items.hidden",
+                 "task": "train.task"},
     "train": {k: f"train.{k}" for k in TRAIN_FLAGS},
 }
 
@@ -404,6 +427,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "profile": {"out_dir": None},
     "schedule": {"out": (".json",), "figure": (".png",)},
     "train": {"out_dir": None},
+    "compare": {"out": (".parquet",), "figure": (".png",)},
 }
 
 
@@ -471,6 +495,38 @@ def cmd_train(args) -> None:
     training_curves(metrics, args.out_dir / "training.png", f"{args.store.parent.name}: {config.model}, {config.strategy}")
 
 
+def cmd_compare(args) -> None:
+    import pandas as pd
+
+    from .report.figures import strategy_comparison
+    from .report.strategies import strategy_table
+    from .schedule.plan import SchedulePlan
+    from .errors import InputError
+    from .tables import write_table
+
+    runs = {}
+    for item in args.runs:
+        strategy, sep, directory = item.partition("=")
+        if not sep or not strategy:
+            raise ConfigError(f"compare: expected STRATEGY=DIR, got {item!r}")
+        frames = []
+        for name in ("metrics.parquet", "timings.parquet"):
+            path = Path(directory) / name
+            if not path.is_file():
+                raise InputError(f"no {name} here: not a finished training run", Path(directory))
+            frames.append(pd.read_parquet(path))
+        runs[strategy] = tuple(frames)
+    plan = SchedulePlan.load(args.plan) if args.plan else None
+    table = strategy_table(plan, runs)
+    title = f"{plan.dataset}: {plan.model}, {plan.num_workers} workers" if plan else ""
+    strategy_comparison(table, args.figure, title)
+    write_table(table, args.out, (plan.store_checksum if plan else None) or "")
+    for r in table.itertuples():
+        log.info("%-10s epoch %.3fs (plan %.3gs), sync wait %.1f%% (plan %.1f%%), overlap %.1f%% (plan %.1f%%)",
+                 r.strategy, r.epoch_s, r.predicted_epoch_s, 100 * r.sync_share, 100 * r.predicted_sync_share,
+                 100 * r.overlap_share, 100 * r.predicted_overlap_share)
+
+
 def cmd_info(args) -> None:
     from .data.store import open_store
 
@@ -502,7 +558,7 @@ def cmd_check_config(args) -> None:
 
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
-            "schedule": cmd_schedule, "train": cmd_train, "info": cmd_info, "check-config": cmd_check_config}
+            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ import os
 import signal
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -180,3 +181,21 @@ def test_train_without_a_plan_plans_at_start(store, tmp_path):
     assert {"sync_wait", "communication", "graph_op"} <= set(timings["phase"])
     assert ((metrics["overlap_share"] >= 0) & (metrics["overlap_share"] < 1)).all()
     assert (tmp_path / "o" / "model.pt").exists()
+    # compare: the run's median epoch (warm-up excluded) and sync-wait share, as the table says
+    assert main(["-q", "compare", f"group={tmp_path / 'o'}", "--out", str(tmp_path / "c.parquet"),
+                 "--figure", str(tmp_path / "c.png")]) == 0
+    row = pd.read_parquet(tmp_path / "c.parquet").iloc[0]
+    t = timings[timings["epoch"] == 1]
+    assert row["epoch_s"] == pytest.approx(metrics.loc[metrics["epoch"] == 1, "train_seconds"].item())
+    assert row["sync_share"] == pytest.approx(t.loc[t["phase"] == "sync_wait", "seconds"].sum() / t["seconds"].sum())
+    assert np.isnan(row["predicted_epoch_s"]) and (tmp_path / "c.pdf").exists()
+
+
+def test_compare_refuses_a_run_that_did_not_finish(tmp_path, capfd):
+    from tests.badinput.common import assert_refused
+
+    (tmp_path / "run").mkdir()
+    assert_refused(capfd, ["compare", f"group={tmp_path / 'run'}", "--out", str(tmp_path / "c.parquet"),
+                           "--figure", str(tmp_path / "c.png")], tmp_path, "no metrics.parquet here")
+    assert_refused(capfd, ["compare", "group", "--out", str(tmp_path / "c.parquet"), "--figure",
+                           str(tmp_path / "c.png")], tmp_path, "expected STRATEGY=DIR")
