@@ -231,6 +231,11 @@ class GroupPipeline(Strategy):
             gs = [g for g in gs if g in mine]
             pieces.append([gs[a:b] for a, b in even_ranges(len(gs), n_steps)])
         steps = [[g for w in range(len(pieces)) for g in pieces[w][k]] for k in range(n_steps)]
+        longest = max((len(p) for ps in pieces for p in ps), default=0)
+        if longest < PIPELINE_DEPTH and self.run.ctx.is_main:
+            log.warning("%s: a step holds at most %d group per worker, so p1 never runs ahead of p2 (no "
+                        "pipelining); use batch_windows of at least %d", self.name, longest,
+                        PIPELINE_DEPTH * len(self.order))
         return [s for s in steps if s]
 
     def train_step(self, ends: Sequence[int]) -> float:
