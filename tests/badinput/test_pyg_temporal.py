@@ -53,14 +53,14 @@ ROWS = [
     ("horizon 0 with lags", changed("england_covid_small.json"), {"horizon": 0},
      r"options lags 8 and horizon 0: .*horizon must be >= 1 when lags >= 1"),
     ("bad lags", changed("england_covid_small.json"), {"lags": "8"},
-     r"pyg-temporal-json option lags: expected an integer >= 0, got '8'"),
+     r"config key datasets\.d\.options\.lags: '8' is not of type 'integer'"),
     ("bad transform", changed("england_covid_small.json"), {"transform": "log"},
-     r"option transform: expected one of none, log1p, standardize, got 'log' \(did you mean 'log1p'\?\)"),
+     r"options\.transform: 'log' is not one of \['none', 'log1p', 'standardize'.*\(did you mean 'log1p'\?\)"),
     ("log1p of -1", changed("pyg_chickenpox.json"), {"transform": "log1p"},
      r"transform log1p needs values above -1: the series has -1\.0 at step 1, node 2"),
     ("unknown option", changed("pyg_chickenpox.json"), {"lag": 2},
-     r"unknown reader option 'lag' of format pyg-temporal-json \(did you mean 'lags'\?\); "
-     r"its options: lags, horizon, transform, feature_mode"),
+     r"datasets\.d\.options: unknown key 'lag' \(did you mean 'lags'\?\); "
+     r"allowed: lags, horizon, transform, feature_mode"),
 ]
 
 
@@ -75,9 +75,9 @@ def test_bad_pyg_temporal_input(capfd, tmp_path, row):
 
 
 @pytest.mark.parametrize("options, message", [
-    ("{transform: standardise}", r"option transform: .*did you mean 'standardize'"),
-    ("{lags: -2}", r"option lags: expected an integer >= 0, got -2"),
-    ("{feature_mode: diagonal}", r"option feature_mode: expected one of encoded, raw"),
+    ("{transform: standardise}", r"options\.transform: .*did you mean 'standardize'"),
+    ("{lags: -2}", r"options\.lags: -2 is less than the minimum of 0"),
+    ("{feature_mode: diagonal}", r"options\.feature_mode: 'diagonal' is not one of \['encoded', 'raw'"),
 ])
 def test_bad_option_values_in_check_config(capfd, tmp_path, options, message):
     """check-config refuses a bad value of the reader's options without reading the file."""
