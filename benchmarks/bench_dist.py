@@ -16,7 +16,7 @@ import tempfile
 import pandas as pd
 
 from .bench_train import collegemsg_store, synthetic_store
-from .common import bench_dir
+from .common import blad_store
 
 MODEL = "wdgcn"   # a GCN then a per-vertex LSTM: served by both strategies
 HIDDEN = 32
@@ -24,14 +24,7 @@ WINDOW = 4
 
 
 def blad_small_store():
-    from dynagnn.data.ingest import ingest
-
-    path = bench_dir() / "blad_small.zarr"
-    if not path.exists():
-        spec = {"format": "synthetic", "generator": "blad", "features": {"kind": "random", "dim": 32},
-                "params": {"num_nodes": 20000, "num_edges": 200000, "num_snapshots": 30, "seed": 0}}
-        ingest(spec, path, name="blad_small", threads=2)
-    return path
+    return blad_store("blad_small", 20000, 200000, 30)
 
 
 def _run(path, strategy, workers, threads, epochs, batch_windows=1):

@@ -25,23 +25,15 @@ import tempfile
 import numpy as np
 import pandas as pd
 
-from .common import bench_dir
+from .common import bench_dir, blad_store
 
 MODEL, HIDDEN, WINDOW = "wdgcn", 32, 4
 
 
 def blad_group_store():
-    """BLAD's recipe (a power-law graph whose edges follow AS-733's trend over time): 5,000
-    vertices, up to 60,000 edges, 20 snapshots, 32 random features; small enough that 7 runs fit
-    in minutes on 2 cores."""
-    from dynagnn.data.ingest import ingest
-
-    path = bench_dir() / "blad_group.zarr"
-    if not path.exists():
-        spec = {"format": "synthetic", "generator": "blad", "features": {"kind": "random", "dim": 32},
-                "params": {"num_nodes": 5000, "num_edges": 60000, "num_snapshots": 20, "seed": 0}}
-        ingest(spec, path, name="blad_group", threads=2)
-    return path
+    """5,000 vertices, up to 60,000 edges, 20 snapshots: small enough that 7 runs fit in minutes on
+    2 cores."""
+    return blad_store("blad_group", 5000, 60000, 20)
 
 
 def _predictor(path):

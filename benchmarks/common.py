@@ -15,6 +15,20 @@ def bench_dir() -> Path:
     return d
 
 
+def blad_store(name: str, num_nodes: int, num_edges: int, num_snapshots: int):
+    """A BLAD-recipe store (a power-law graph whose edges follow AS-733's trend over time; 32
+    random features), ingested once into the benchmark folder."""
+    from dynagnn.data.ingest import ingest
+
+    path = bench_dir() / f"{name}.zarr"
+    if not path.exists():
+        spec = {"format": "synthetic", "generator": "blad", "features": {"kind": "random", "dim": 32},
+                "params": {"num_nodes": num_nodes, "num_edges": num_edges, "num_snapshots": num_snapshots,
+                           "seed": 0}}
+        ingest(spec, path, name=name, threads=2)
+    return path
+
+
 def median_time(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, list[float]]:
     """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` unmeasured ones."""
     for _ in range(warmup):
