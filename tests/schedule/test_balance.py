@@ -85,3 +85,22 @@ def test_balance_worker_and_errors():
         dp_splits(np.ones((2, 3)), np.ones((2, 3)), lo=2, hi=1)
     with pytest.raises(ConfigError):
         simulate([5, 1], np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_a_tail_after_the_last_snapshot_is_p2s_work():
+    """The task's loss and head (tail) run on p2 after a group's last snapshot: group_costs adds it to
+    that snapshot's forward, and a heavy tail moves snapshots to p1 (split k-1)."""
+    from dynagnn.schedule.balance import balance
+    from dynagnn.schedule.groups import group_costs
+
+    rng = np.random.default_rng(3)
+    fwd, bwd = rng.uniform(1, 2, 10), rng.uniform(2, 4, 10)
+    tail = {g: 1.5 * g for g in range(3, 10)}
+    l0, b0 = group_costs(fwd, bwd, 4, list(range(3, 10)))
+    l1, b1 = group_costs(fwd, bwd, 4, list(range(3, 10)), tail)
+    np.testing.assert_allclose(l1[:, :-1], l0[:, :-1])
+    np.testing.assert_allclose(l1[:, -1] - l0[:, -1], [1.5 * g for g in range(3, 10)])
+    np.testing.assert_array_equal(b1, b0)
+    heavy = balance(fwd, bwd, 4, range(3, 10), tail={g: 100.0 for g in range(3, 10)})
+    assert heavy.splits.tolist() == [3] * 7
+    assert heavy.busy[1] >= 700  # every tail counted once, on p2

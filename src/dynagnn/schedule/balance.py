@@ -313,17 +313,17 @@ class BalancePlan:
 
 
 def balance(fwd, bwd, group_len: int, groups, method: str = "dp", lo: int | None = None,
-            hi: int | None = None) -> BalancePlan:
+            hi: int | None = None, tail: dict | None = None) -> BalancePlan:
     """Split one worker's groups between its two processes.
 
     fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (last snapshot index) in
     training order (``GroupPlan.workers[w]``); method: "dp" (exact programme), "eq2" (printed Eq. 2),
-    "even" (BLAD-Even).
+    "even" (BLAD-Even); tail: {group id: seconds of the loss and head after its last snapshot}.
     """
     from .groups import group_costs
 
     groups = [int(g) for g in groups]
-    l, b = group_costs(fwd, bwd, group_len, groups)
+    l, b = group_costs(fwd, bwd, group_len, groups, tail)
     if method == "dp":
         p, _ = dp_splits(l, b, lo, hi)
     elif method == "eq2":

@@ -67,11 +67,13 @@ def group_members(group: int, group_len: int) -> np.ndarray:
     return np.arange(group - group_len + 1, group + 1, dtype=np.int64)
 
 
-def group_costs(fwd, bwd, group_len: int, groups=None) -> tuple[np.ndarray, np.ndarray]:
+def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BLAD's l(i, j) and b(i, j): forward/backward time of the j-th snapshot of the i-th group.
 
-    fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (default all, in order).
-    Returns two float64 arrays [len(groups), group_len].
+    fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (default all, in order);
+    tail: {group id: seconds} of the work after a group's last snapshot (the task's loss and head,
+    forward and backward), added to its last snapshot's forward: that snapshot always runs on p2,
+    as does the loss. Returns two float64 arrays [len(groups), group_len].
     """
     fwd, bwd = _as_costs(fwd, bwd)
     num_groups(fwd.shape[0], group_len)
@@ -79,7 +81,19 @@ def group_costs(fwd, bwd, group_len: int, groups=None) -> tuple[np.ndarray, np.n
     if g.size and (g.min() < group_len - 1 or g.max() >= fwd.shape[0]):
         raise ConfigError(f"groups: ids must lie in [{group_len - 1}, {fwd.shape[0] - 1}]")
     idx = g[:, None] + np.arange(-group_len + 1, 1)[None, :]
-    return fwd[idx], bwd[idx]
+    l = fwd[idx]
+    if tail:
+        l[:, -1] += _tails(tail, g)
+    return l, bwd[idx]
+
+
+def _tails(tail: dict | None, ids: np.ndarray) -> np.ndarray:
+    """Seconds after each group's last snapshot (0 for a group ``tail`` does not name)."""
+    tail = tail or {}
+    out = np.array([float(tail.get(int(g), 0.0)) for g in ids], dtype=np.float64)
+    if (out < 0).any() or not np.isfinite(out).all():
+        raise ConfigError("group tail costs: expected finite, non-negative seconds")
+    return out
 
 
 def group_loads(fwd, bwd, group_len: int) -> np.ndarray:
@@ -159,11 +173,12 @@ def _plan_from_bounds(bounds: np.ndarray, ids: np.ndarray, W: np.ndarray, group_
     return GroupPlan(group_len, T, strategy, workers, loads)
 
 
-def _selected(fwd, bwd, group_len: int, groups) -> tuple[np.ndarray, np.ndarray]:
+def _selected(fwd, bwd, group_len: int, groups, tail: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(ids, loads) of the groups to plan: all (None) or the given ids, which must be increasing and
     in range (the training windows of a run are a contiguous, increasing range of target snapshots)."""
     W = group_loads(fwd, bwd, group_len)
     ids = group_ids(fwd.size, group_len)
+    W = W + _tails(tail, ids)
     if groups is None:
         return ids, W
     g = np.asarray(groups, dtype=np.int64).reshape(-1)
@@ -173,17 +188,17 @@ def _selected(fwd, bwd, group_len: int, groups) -> tuple[np.ndarray, np.ndarray]
     return g, W[g - (group_len - 1)]
 
 
-def even_plan(fwd, bwd, group_len: int, num_workers: int, groups=None) -> GroupPlan:
+def even_plan(fwd, bwd, group_len: int, num_workers: int, groups=None, tail: dict | None = None) -> GroupPlan:
     """ESDG-style baseline: equal group counts per worker (the first G mod P workers get one more),
-    contiguous in time. ``groups``: the group ids to plan (default all)."""
+    contiguous in time. ``groups``: the group ids to plan (default all); ``tail``: see group_costs."""
     fwd, bwd = _as_costs(fwd, bwd)
-    ids, W = _selected(fwd, bwd, group_len, groups)
+    ids, W = _selected(fwd, bwd, group_len, groups, tail)
     _check_workers(num_workers, W.size, group_len)
     return _plan_from_bounds(even_bounds(W.size, num_workers), ids, W, group_len, fwd.size, "even")
 
 
 def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous",
-                  groups=None) -> GroupPlan:
+                  groups=None, tail: dict | None = None) -> GroupPlan:
     """BLAD's inter-GPU partition: whole groups per worker, predicted loads balanced.
 
     strategy "contiguous" (default, BLAD Fig. 9a): the min-max contiguous partition, every worker
@@ -192,7 +207,7 @@ def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "c
     """
     fwd, bwd = _as_costs(fwd, bwd)
     T = fwd.size
-    ids, W = _selected(fwd, bwd, group_len, groups)
+    ids, W = _selected(fwd, bwd, group_len, groups, tail)
     _check_workers(num_workers, W.size, group_len)
     if strategy == "lpt":
         order = np.argsort(-W, kind="stable")
@@ -209,8 +224,9 @@ def balanced_plan(fwd, bwd, group_len: int, num_workers: int, strategy: str = "c
 
 
 def plan_groups(fwd, bwd, group_len: int, num_workers: int, strategy: str = "contiguous",
-                groups=None) -> GroupPlan:
-    """Dispatch: strategy in {"even", "contiguous", "lpt"}; ``groups``: the ids to plan (default all)."""
+                groups=None, tail: dict | None = None) -> GroupPlan:
+    """Dispatch: strategy in {"even", "contiguous", "lpt"}; ``groups``: the ids to plan (default all);
+    ``tail``: {group id: seconds after its last snapshot} (see group_costs)."""
     if strategy == "even":
-        return even_plan(fwd, bwd, group_len, num_workers, groups)
-    return balanced_plan(fwd, bwd, group_len, num_workers, strategy, groups)
+        return even_plan(fwd, bwd, group_len, num_workers, groups, tail)
+    return balanced_plan(fwd, bwd, group_len, num_workers, strategy, groups, tail)

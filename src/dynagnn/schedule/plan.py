@@ -150,7 +150,8 @@ def process_layer_times(processes, group_len: int, layer_times) -> tuple[np.ndar
 def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, model: str,
                strategy: str = "contiguous", balance_method: str = "dp", layer_times=None,
                operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
-               store_checksum: str | None = None, meta: dict | None = None, groups=None) -> SchedulePlan:
+               store_checksum: str | None = None, meta: dict | None = None, groups=None,
+               tail: dict | None = None) -> SchedulePlan:
     """Plan BLAD's two levels from per-snapshot predicted times.
 
     fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
@@ -163,13 +164,14 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     its forward's operators in reverse, so orders chosen per snapshot pair could not be realised for
     the backward passes, which in this pipeline overlap the other process's forward passes.
     tuner: an already computed ``tune_frames`` result to record. groups: the group ids (target
-    snapshots) to plan, default all; the train stage plans only its training windows.
+    snapshots) to plan, default all; the train stage plans only its training windows. tail: {group
+    id: seconds of the task's loss and head after the group's last snapshot}, which p2 runs.
     """
     ids = groups
-    groups = plan_groups(fwd, bwd, group_len, num_workers, strategy, ids)
-    processes = [balance(fwd, bwd, group_len, w, balance_method) for w in groups.workers]
-    base = plan_groups(fwd, bwd, group_len, num_workers, "even", ids)
-    base_proc = [balance(fwd, bwd, group_len, w, "even") for w in base.workers]
+    groups = plan_groups(fwd, bwd, group_len, num_workers, strategy, ids, tail)
+    processes = [balance(fwd, bwd, group_len, w, balance_method, tail=tail) for w in groups.workers]
+    base = plan_groups(fwd, bwd, group_len, num_workers, "even", ids, tail)
+    base_proc = [balance(fwd, bwd, group_len, w, "even", tail=tail) for w in base.workers]
     ops = None
     if layer_times is not None:
         ops = plan_operators_batch(*process_layer_times(processes, group_len, layer_times), operator_method)

@@ -137,9 +137,11 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
 def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, hidden: int = 32,
                stats: str | Path | None = None, overlap: str | Path | None = None, strategy: str = "contiguous",
                balance_method: str = "dp", memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
-               predictor_source: str = "") -> SchedulePlan:
+               predictor_source: str = "", tail: dict | None = None) -> SchedulePlan:
     """The plan of an open store from a loaded :class:`~dynagnn.cost.predictor.Predictor` (module
-    docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all.
+    docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all;
+    ``tail``: {group id: seconds of the task's loss and head} (the cost model has no operator for
+    them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`).
     What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
     from ..cost.models import model_calls
 
@@ -161,17 +163,18 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
             "window": int(window), "hidden": int(hidden), "model_calls": calls.to_dict(),
             "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
             "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap),
-            "groups": "all" if groups is None else [int(g) for g in groups]}
+            "groups": "all" if groups is None else [int(g) for g in groups],
+            "group_tail_s": {str(g): float(v) for g, v in (tail or {}).items()}}
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
                       balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,
-                      meta=meta, groups=groups)
+                      meta=meta, groups=groups, tail=tail)
 
 
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",
-                   memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
+                   memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None, tail: dict | None = None,
                    out: str | Path | None = None) -> SchedulePlan:
     """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
     groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises
@@ -183,7 +186,7 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     plan = plan_store(open_store(store_path), Predictor.load(predictor_path), model=model, workers=workers,
                       window=window, hidden=hidden, stats=stats, overlap=overlap, strategy=strategy,
                       balance_method=balance_method, memory_bytes=memory_bytes, groups=groups,
-                      predictor_source=str(predictor_path))
+                      predictor_source=str(predictor_path), tail=tail)
     if out is not None:
         plan.save(out)
     return plan

@@ -78,6 +78,38 @@ def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list
     return list(chronological_split(make_task(task, store, seed).steps(int(window))).train)
 
 
+def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto", seed: int = 0,
+               repeats: int = 3, threads: int = 1) -> dict[int, float]:
+    """{window end: median seconds of the task's loss and head, forward and backward} on this
+    machine with ``threads`` torch threads (what each training process runs). The cost model has no
+    operator for them, yet p2 runs them for every group (link prediction's negative sampling and
+    scores over every positive): a plan without them overloads p2."""
+    import statistics
+    import time
+
+    from dynagnn.models import build_model
+    from dynagnn.train.tasks import make_task
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        t_ = make_task(task, store, seed)
+        dim = build_model(model, store.feature_dim(), hidden).out_dim
+        head = t_.head(dim)
+        out = {}
+        for t in ends:
+            times = []
+            for _ in range(int(repeats)):
+                h = torch.randn(store.num_nodes, dim, requires_grad=True)
+                t0 = time.perf_counter()
+                t_.loss(head, h, int(t), 0).backward()
+                times.append(time.perf_counter() - t0)
+            out[int(t)] = statistics.median(times)
+        return out
+    finally:
+        torch.set_num_threads(before)
+
+
 def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
     """ConfigError unless ``plan`` is for this worker count and window and covers exactly these
     training windows (a plan of another window, task or split is stale)."""
@@ -107,8 +139,9 @@ def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
              "plan-%d.json avoids this)", model, run.device, workers, workers)
     grid = stage_grid("auto", stores=[run.store.path], models=[model], hidden=[hidden])
     pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
+    tail = head_costs(run.store, model, hidden, run.train_ends, run.task.name, threads=torch.get_num_threads())
     return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
-                      groups=run.train_ends, predictor_source="profiled at start")
+                      groups=run.train_ends, predictor_source="profiled at start", tail=tail)
 
 
 class GroupPipeline(Strategy):
