@@ -230,20 +230,16 @@ class GroupPipeline(Strategy):
             raise ConfigError(f"model state holds non-tensor values ({self.spec}); the group strategy hands "
                               "tensors between its processes")
         self.shapes = [tuple(x.shape) for x in leaves]
+        self.sizes = [x.numel() for x in leaves]
         self.dtype = leaves[0].dtype if leaves else torch.float32
-        self.numel = sum(int(np.prod(s)) for s in self.shapes)
+        self.numel = sum(self.sizes)
 
     def _flatten(self, state) -> torch.Tensor:
         leaves, _ = tree_flatten(state)
         return torch.cat([x.reshape(-1).to(self.dtype) for x in leaves])
 
     def _unflatten(self, flat: torch.Tensor):
-        leaves, off = [], 0
-        for shape in self.shapes:
-            n = int(np.prod(shape))
-            leaves.append(flat[off:off + n].view(shape))
-            off += n
-        return tree_unflatten(leaves, self.spec)
+        return tree_unflatten([x.view(s) for x, s in zip(flat.split(self.sizes), self.shapes)], self.spec)
 
     def _wire(self, t: torch.Tensor) -> torch.Tensor:
         return t.detach().cpu() if self.via_host else t.detach()
@@ -295,7 +291,8 @@ class GroupPipeline(Strategy):
                 for s in ts:
                     _, state = self.local._step(s, state)
                 flat = self._flatten(state)
-                sends.append(run.comm.isend(self._wire(flat), self.partner, "handoff"))
+                wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
+                sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
                 queue.append(flat)
                 self.max_queue = max(self.max_queue, len(queue))
                 i += 1
@@ -305,7 +302,7 @@ class GroupPipeline(Strategy):
                 if flat.requires_grad:
                     with run.timer.phase("backward"):
                         flat.backward(grad)
-        for work in sends:
+        for work, _ in sends:
             work.wait()
         return 0.0
 
