@@ -29,7 +29,7 @@ from pathlib import Path
 from . import __version__
 from .analysis.stage import ANALYSES, AnalysisOptions
 from .atomic import unwritable_reason
-from .errors import ConfigError, DynagnnError
+from .errors import ConfigError, DynagnnError, one_line
 
 log = logging.getLogger("dynagnn")
 
@@ -306,7 +306,7 @@ def _dask(args):
                 raise
             name = "--scheduler" if args.scheduler else "$DASK_SCHEDULER_ADDRESS"
             raise ConfigError(f"{name} {address}: no Dask scheduler reachable there "
-                              f"({' '.join(str(exc).split())})") from None
+                              f"({one_line(exc)})") from None
         yield client
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
-from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, did_you_mean, one_line
 
 
 @functools.cache
@@ -56,6 +55,7 @@ def _registered(validator, registry, instance, schema):
                                              f"known: {', '.join(names)}")
 
 
+@functools.cache  # built once per kind: flags are checked one by one
 def _validator_class(fill_defaults: bool = False):
     """The validator of the schema's draft with the ``x-registry`` keyword and, when asked, filling in
     the schema's defaults while it validates (jsonschema FAQ)."""
@@ -264,7 +264,7 @@ def load_yaml(text: str, path: str | Path = "<yaml>") -> Any:
         where = f"{path}, line {mark.line + 1}" if mark is not None else f"{path}"
         raise ConfigError(f"{where}: not valid YAML ({exc.problem or exc.context})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        raise ConfigError(f"{path}: not valid YAML ({one_line(exc)})") from None
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:

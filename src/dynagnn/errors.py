@@ -47,3 +47,8 @@ def did_you_mean(name: object, choices) -> str:
 
     close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (the CLI prints exactly one)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -34,16 +34,11 @@ import numpy as np
 import zarr
 from zarr.storage import LocalStore, WrapperStore
 
-from ..errors import StoreError
+from ..errors import StoreError, one_line
 
 DAMAGED = "the store is damaged; re-run the ingest stage to rebuild it"
 DIGESTS = "array_sha256"  # the root attribute {array name: sha256 of its data}
 VERIFY_BLOCK_BYTES = 64 << 20  # decoded bytes per read while verifying
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (the CLI prints exactly one)."""
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class Digest:

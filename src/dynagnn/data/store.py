@@ -33,7 +33,7 @@ from zarr.codecs import BloscCodec
 
 from .. import __version__
 from ..atomic import write_atomic
-from ..errors import ConfigError, DynagnnError, StoreError
+from ..errors import ConfigError, DynagnnError, StoreError, one_line
 from . import integrity
 from .types import EventStream, RawGraph, Snapshots
 
@@ -239,7 +239,7 @@ class SnapshotStore:
             raise
         except Exception as exc:
             raise StoreError(f"{self.path}: array {name} has a chunk that cannot be read "
-                             f"({integrity.one_line(exc)}); {integrity.DAMAGED}") from exc
+                             f"({one_line(exc)}); {integrity.DAMAGED}") from exc
 
     def verify(self) -> int:
         """Re-hash every array's data against the checksums recorded at ingest (reads the whole
