@@ -4,6 +4,9 @@ Phases (DESIGN.md): ``load`` (store to host), ``transfer`` (host to device), ``g
 (aggregation), ``nn_op`` (dense update), ``rnn`` (the rest of a model step: gates, recurrent
 cells, EvolveGCN's weight evolution, activations),
 ``backward``, ``optimizer``, and for multi-worker strategies ``communication`` and ``sync_wait``.
+Event models (TGN, JODIE, APAN) add ``sample`` (temporal neighbour sampling and the batch's unique
+ids), ``memory`` (memory and mailbox read and memory update), ``embed`` (embedding module and edge
+scores) and ``mailbox`` (the batch's memory and mail written back).
 ``other`` collects the rest of an epoch (heads, losses, bookkeeping), so that the phases of an epoch
 add up to its wall time.
 
@@ -27,8 +30,8 @@ from collections import defaultdict
 
 import torch
 
-PHASES = ("load", "transfer", "graph_op", "nn_op", "rnn", "backward", "optimizer",
-          "communication", "sync_wait", "other")
+PHASES = ("load", "transfer", "graph_op", "nn_op", "rnn", "sample", "memory", "embed", "backward",
+          "optimizer", "mailbox", "communication", "sync_wait", "other")
 
 _active: contextvars.ContextVar["PhaseTimer | None"] = contextvars.ContextVar("dynagnn_timer", default=None)
 
