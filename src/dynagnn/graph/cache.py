@@ -20,6 +20,12 @@ per-batch ratio "hit nodes / nodes in the batch" weighted by batch size over all
 
 State is direct-mapped by vertex id (BGL's "contiguous 1D array as a HashMap"): arrays of size
 N grow on demand to the largest id seen, or are allocated once with ``num_nodes``.
+
+The same policy objects drive the real feature cache of sampled training
+(:mod:`dynagnn.train.cache`), so its hit ratio is the simulation's by construction: ``slot_of``
+int64 [N] holds the buffer slot of every cached id (valid where ``in_cache``), and after each
+``lookup`` ``inserted`` = (ids int64 [k], slots int64 [k]) says which ids went into which slots, so
+that the owner of a feature buffer writes exactly those rows.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class _Cache:
             raise ValueError("capacity must be >= 0")
         self.capacity = int(capacity)
         self.in_cache = np.zeros(int(num_nodes), dtype=bool)
+        self.slot_of = np.full(int(num_nodes), -1, dtype=np.int64)
+        self.inserted = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         self.hits = 0
         self.misses = 0
 
@@ -75,6 +83,15 @@ class _Cache:
     def _ensure(self, ids: np.ndarray) -> None:
         if ids.size:
             self.in_cache = _grow(self.in_cache, int(ids.max()) + 1, False)
+            self.slot_of = _grow(self.slot_of, self.in_cache.size, -1)
+
+    def peek(self, ids) -> np.ndarray:
+        """bool [M]: whether each id is cached now; changes neither the state nor the counters."""
+        ids = _ids(ids)
+        hit = np.zeros(ids.size, dtype=bool)
+        inside = ids < self.in_cache.size
+        hit[inside] = self.in_cache[ids[inside]]
+        return hit
 
     def _count(self, hit: np.ndarray) -> None:
         h = int(np.count_nonzero(hit))
@@ -105,9 +122,11 @@ class StaticCache(_Cache):
         super().__init__(capacity, scores.size)
         top = np.argsort(-scores, kind="stable")[:self.capacity]
         self.in_cache[top] = True
+        self.slot_of[top] = np.arange(top.size, dtype=np.int64)
+        self.inserted = (top.astype(np.int64), np.arange(top.size, dtype=np.int64))  # filled once
 
     def _update(self, ids, hit) -> None:
-        pass
+        self.inserted = (ids[:0], ids[:0])
 
 
 class FIFOCache(_Cache):
@@ -120,6 +139,7 @@ class FIFOCache(_Cache):
 
     def _update(self, ids, hit) -> None:
         if self.capacity == 0:
+            self.inserted = (ids[:0], ids[:0])
             return
         miss = ids[~hit]
         order, first = sort_groups(miss)
@@ -133,6 +153,8 @@ class FIFOCache(_Cache):
         self.in_cache[old[old >= 0]] = False
         self.slots[pos] = miss
         self.in_cache[miss] = True
+        self.slot_of[miss] = pos
+        self.inserted = (miss, pos)
         self.tail = (self.tail + miss.size) % self.capacity
 
 
