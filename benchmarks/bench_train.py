@@ -115,7 +115,7 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     for t in ts:
-        h = tr.strategy.embed(tr.window(t))
+        h = tr.strategy.embed(tr.run.windows([t])[0])
         loss = tr.task.loss(tr.head, h, t, 0)
         loss.backward()
     if device != "cpu":
@@ -148,7 +148,7 @@ def checkpointing(path, window: int, nbs=(1, 2, 4, 8)) -> list[dict]:
 def transfer(paths: dict, repeats: int = 5) -> list[dict]:
     """Bytes and time to deliver every snapshot in order, in full and as graph differences."""
     from dynagnn.data.store import open_store
-    from dynagnn.train.engine import load_host_snapshots
+    from dynagnn.train.transfer import load_host_snapshots
     from dynagnn.train.transfer import SnapshotFeeder
 
     print("\n== ESDG graph-difference transfer: every snapshot in order, host -> 'device' "

@@ -6,7 +6,7 @@ import torch
 from dynagnn.data.store import open_store
 from dynagnn.models import build_model
 from dynagnn.train.checkpoint import blocks, run_blocks
-from dynagnn.train.engine import load_host_snapshots
+from dynagnn.train.transfer import load_host_snapshots
 from dynagnn.train.transfer import SnapshotFeeder
 
 

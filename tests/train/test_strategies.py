@@ -34,7 +34,7 @@ def one_step(store, cfg, ctx=None, comm=None):
     named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
     grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
     with torch.no_grad():
-        h = tr.strategy.embed(tr.window(ENDS[-1]))
+        h = tr.strategy.embed(tr.run.windows([ENDS[-1]])[0])
     return loss, grads, h, counts
 
 

@@ -9,7 +9,7 @@ from dynagnn.graph.csr import dense_normalized
 from dynagnn.timing import PhaseTimer
 from dynagnn.graph.diff import diff_keys, full_bytes
 from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
-from dynagnn.train.engine import load_host_snapshots
+from dynagnn.train.transfer import load_host_snapshots
 
 
 def feeder(store, mode, capacity=None, timer=None):

@@ -46,13 +46,9 @@ from dynagnn.dist.comm import Comm
 from dynagnn.dist.context import DistContext
 from dynagnn.dist.launch import check_workers, launch, under_torchrun
 from dynagnn.errors import ConfigError, DynagnnError
-from dynagnn.models import build_model
 from dynagnn.tables import write_parquet
 from dynagnn.timing import PhaseTimer
 from dynagnn.train.strategies import make_strategy, strategy_class
-from dynagnn.train.strategies.base import Run
-from dynagnn.train.tasks import chronological_split, infer_task, make_task
-from dynagnn.train.transfer import host_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -112,12 +108,6 @@ def _seed_all(seed: int) -> None:
     np.random.seed(seed % 2**32)
 
 
-def load_host_snapshots(store: SnapshotStore) -> list:
-    """Every snapshot's normalised adjacency on the host, read in one slice of the store."""
-    n = store.num_nodes
-    return [host_snapshot(r, c, w, n) for r, c, w in store.window_edges(0, store.num_snapshots)]
-
-
 def preflight(store: SnapshotStore, config: TrainConfig, workers: int, model=None) -> None:
     """The checks that need no worker process: a bad B, worker count or strategy fails here, at once
     (``model``: the run's, else one is built to be checked)."""
@@ -127,7 +117,7 @@ def preflight(store: SnapshotStore, config: TrainConfig, workers: int, model=Non
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     cls = strategy_class(c.strategy)
     if model is None:
-        model = build_model(c.model, store.feature_dim(), c.hidden)
+        model = cls.build_model(c, store.feature_dim())
     cls.check(c, model, store.num_nodes, workers)
 
 
@@ -149,27 +139,13 @@ class Trainer:
         self.device = self.ctx.device
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"device {c.device!r} requested but this torch has no CUDA device")
-        _seed_all(c.seed)
-        link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
-        task_name = infer_task(self.store) if c.task == "auto" else c.task
-        self.task = make_task(task_name, self.store, c.seed, **(link_opts if task_name == "link" else {}))
-        self.steps = self.task.steps(c.window)
-        self.split = chronological_split(self.steps)
         self.timer = PhaseTimer(self.device)
-        t0 = time.perf_counter()
-        features = self.store.require_features()
-        host = load_host_snapshots(self.store)
-        self.load_seconds = time.perf_counter() - t0
-        self.in_dim = int(features.shape[-1])
-        self.model = build_model(c.model, self.in_dim, c.hidden).to(self.device)
+        _seed_all(c.seed)
+        cls = strategy_class(c.strategy)
+        self.run = cls.prepare(self.store, c, self.ctx, self.comm, self.timer)
+        self.task, self.split, self.model, self.head = self.run.task, self.run.split, self.run.model, self.run.head
+        self.in_dim, self.load_seconds = self.run.in_dim, self.run.load_seconds
         preflight(self.store, c, self.ctx.workers, self.model)
-        self.head = self.task.head(self.model.out_dim).to(self.device)
-        self.run = Run(self.store, self.task, self.model, self.head, self.timer, self.ctx, self.comm, host,
-                       features, c.window, c.batch_windows,
-                       {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
-                        "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "model": c.model,
-                        "hidden": c.hidden},
-                       train_ends=list(self.split.train))
         self.strategy = make_strategy(c.strategy)
         self.strategy.setup(self.run)
         self.comm_rows: list[dict] = []
@@ -178,11 +154,8 @@ class Trainer:
         self.optimizer = torch.optim.Adam(params, lr=c.lr, weight_decay=c.weight_decay)
         self.fingerprint = c.fingerprint(self.store.checksum, self.in_dim)
 
-    def window(self, t: int) -> list[int]:
-        return self.run.windows([t])[0]
-
-    def step_ends(self) -> list[list[int]]:
-        """The epoch's steps of window ends: B windows each, composed by the strategy."""
+    def step_ends(self) -> list[list]:
+        """The epoch's steps: B units each (window ends, by default), composed by the strategy."""
         return self.strategy.steps(self.split.train, int(self.config.batch_windows))
 
     def _count_comm(self, epoch: int, stage: str) -> None:
@@ -194,12 +167,13 @@ class Trainer:
         self.model.train()
         self.head.train()
         self.run.epoch = epoch
+        self.strategy.start_epoch(epoch)
         losses = []
         for ends in self.step_ends():
             self.optimizer.zero_grad(set_to_none=True)
             loss = self.strategy.train_step(ends)
             if not math.isfinite(loss):
-                raise TrainingError(f"loss is {loss} at epoch {epoch}, step ending at snapshot {ends[-1]}; "
+                raise TrainingError(f"loss is {loss} at epoch {epoch}, step ending at {self.task.unit} {ends[-1]}; "
                                     f"nothing was written (try a lower learning rate than {self.config.lr})")
             with self.timer.phase("optimizer"):
                 self.optimizer.step()
@@ -207,13 +181,11 @@ class Trainer:
         return float(np.mean(losses))
 
     @torch.no_grad()
-    def evaluate(self, steps: list[int]) -> dict[str, float]:
-        """Rank 0 scores the embeddings; every worker gets its metrics (for the same early stop)."""
+    def evaluate(self, units: list) -> dict[str, float]:
+        """The strategy's metrics over ``units``, the same on every worker (for the same early stop)."""
         self.model.eval()
         self.head.eval()
-        embeddings = {t: self.strategy.embed(self.window(t)) for t in steps}
-        metrics = self.task.evaluate(self.head, embeddings) if self.ctx.is_main else None
-        return self.comm.broadcast_object(metrics)
+        return self.strategy.evaluate(units)
 
     def fit(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         c = self.config

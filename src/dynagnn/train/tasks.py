@@ -71,6 +71,7 @@ def infer_task(store) -> str:
 class Task:
     name = ""
     primary = ""        # validation metric early stopping watches
+    unit = "snapshot"   # what a training unit is, in messages (a window's last snapshot)
     maximize = True
 
     def __init__(self, store, seed: int = 0):

@@ -54,6 +54,12 @@ def host_snapshot(row, col, weight, num_nodes: int) -> HostSnapshot:
     return HostSnapshot(keys, v, crow, is_symmetric(r, keys - r * np.int64(num_nodes), v, num_nodes))
 
 
+def load_host_snapshots(store) -> list[HostSnapshot]:
+    """Every snapshot's normalised adjacency on the host, read in one slice of the store."""
+    n = store.num_nodes
+    return [host_snapshot(r, c, w, n) for r, c, w in store.window_edges(0, store.num_snapshots)]
+
+
 def apply_key_diff(prev_keys: torch.Tensor, removed: torch.Tensor, added: torch.Tensor,
                    values: torch.Tensor, num_nodes: int, symmetric: bool = False) -> tuple[Adjacency, torch.Tensor]:
     """Device side: t's adjacency and sorted keys from t-1's sorted keys and the difference

@@ -18,11 +18,23 @@ and gradients of :class:`~dynagnn.train.strategies.sequential.Sequential` with t
   windows in order, B at a time. A strategy that places windows by a plan composes its steps from
   the plan (BLAD's groups: each step takes its share of every worker's groups).
 - ``procs_per_worker`` (class attribute): processes per worker (device); BLAD's pair is 2.
+
+What a step's unit of work is belongs to the strategy, not to the engine: snapshot windows by
+default, event batches for the event models, seed batches for sampled training. So a strategy also
+builds its own run and evaluates it:
+
+- ``prepare(store, config, ctx, comm, timer)`` (class method, in every process): the task, the
+  train/val/test split of its units, the model, the head and the data it reads, as a :class:`Run`.
+  The default is the snapshot-window run (every snapshot's adjacency and the features on the host).
+- ``start_epoch(epoch)``: before each epoch's steps (an event model resets its memory there).
+- ``evaluate(units)``: collective, no gradients: the task's metrics over ``units``, the same dict on
+  every worker. The engine evaluates the validation units, then the test units, after each epoch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,31 +44,43 @@ from dynagnn.dist.comm import Comm
 from dynagnn.dist.context import DistContext
 from dynagnn.models.base import DynamicGNN
 from dynagnn.timing import PhaseTimer
+from dynagnn.train.tasks import Split, chronological_split, infer_task, make_task
+from dynagnn.train.transfer import load_host_snapshots
 
 
 @dataclass
 class Run:
     """What a strategy works with: one process's view of the training run.
 
-    ``host``: every snapshot's normalised adjacency on the host (HostSnapshot list); ``features``
-    float32 [N, F] or [T, N, F]; ``window``: snapshots per window l; ``options``: the strategy's
-    settings from the training config (checkpoint_blocks, tbptt, transfer, partitioner, seed).
+    ``split``: the train/val/test units (window ends for snapshot strategies); ``in_dim``: the input
+    feature width (part of a checkpoint's fingerprint); ``load_seconds``: the one-off read of the
+    store. Snapshot runs: ``host`` holds every snapshot's normalised adjacency on the host
+    (HostSnapshot list), ``features`` float32 [N, F] or [T, N, F], ``window`` the snapshots per
+    window l. ``options``: the strategy's settings from the training config (checkpoint_blocks,
+    tbptt, transfer, partitioner, seed, ...).
     """
 
     store: Any
     task: Any
-    model: DynamicGNN
+    model: torch.nn.Module
     head: torch.nn.Module
     timer: PhaseTimer
     ctx: DistContext
     comm: Comm
-    host: list
-    features: np.ndarray
-    window: int
+    host: list = field(default_factory=list)
+    features: np.ndarray | None = None
+    window: int = 1
     batch_windows: int = 1
     options: dict = field(default_factory=dict)
     epoch: int = 0
-    train_ends: list = field(default_factory=list)
+    split: Split | None = None
+    in_dim: int = 0
+    load_seconds: float = 0.0
+
+    @property
+    def train_ends(self) -> list:
+        """The training units (window ends, for snapshot strategies)."""
+        return list(self.split.train) if self.split is not None else []
 
     @property
     def num_nodes(self) -> int:
@@ -84,8 +108,55 @@ class Strategy:
     def check(cls, config, model: DynamicGNN, num_nodes: int, workers: int) -> None:
         """Raise ConfigError if this strategy cannot serve ``model`` on ``workers`` workers."""
 
+    @classmethod
+    def prepare(cls, store, config, ctx: DistContext, comm: Comm, timer: PhaseTimer) -> Run:
+        """The snapshot-window run: the task (``config.task``, or inferred from the store), the
+        chronological split of its windows, every snapshot's adjacency and the features on the
+        host, the model and the task's head on ``ctx.device``."""
+        c = config
+        link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
+        task_name = infer_task(store) if c.task == "auto" else c.task
+        task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
+        split = chronological_split(task.steps(c.window))
+        t0 = time.perf_counter()
+        features = store.require_features()
+        host = load_host_snapshots(store)
+        load_seconds = time.perf_counter() - t0
+        in_dim = int(features.shape[-1])
+        model = cls.build_model(c, in_dim).to(ctx.device)
+        head = task.head(model.out_dim).to(ctx.device)
+        return Run(store, task, model, head, timer, ctx, comm, host, features, c.window, c.batch_windows,
+                   cls.run_options(c), split=split, in_dim=in_dim, load_seconds=load_seconds)
+
+    @classmethod
+    def build_model(cls, config, in_dim: int) -> torch.nn.Module:
+        """The model ``config.model`` of this strategy's family (snapshot models by default) for
+        ``in_dim`` input features, on the CPU."""
+        from dynagnn.models import build_model
+
+        return build_model(config.model, in_dim, config.hidden)
+
+    @staticmethod
+    def run_options(config) -> dict:
+        """The training config's settings a strategy reads from ``Run.options``."""
+        c = config
+        return {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
+                "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "model": c.model, "hidden": c.hidden}
+
     def setup(self, run: Run) -> None:
         self.run = run
+
+    def start_epoch(self, epoch: int) -> None:
+        """Before the training steps of ``epoch`` (default nothing)."""
+
+    @torch.no_grad()
+    def evaluate(self, units: Sequence[int]) -> dict[str, float]:
+        """Collective: the task's metrics over the windows ending at ``units``, scored on rank 0 from
+        :meth:`embed` and broadcast, so every worker takes the same early-stopping decision."""
+        run = self.run
+        embeddings = {t: self.embed(ts) for t, ts in zip(units, run.windows(units))}
+        metrics = run.task.evaluate(run.head, embeddings) if run.ctx.is_main else None
+        return run.comm.broadcast_object(metrics)
 
     def train_step(self, ends: Sequence[int]) -> float:
         raise NotImplementedError
