@@ -9,6 +9,9 @@ Three families, each returning a :class:`~dynagnn.data.types.RawGraph` of T read
 - :func:`churn`: a power-law graph whose edges are replaced at a fixed rate per step, the ~10%
   change between adjacent snapshots that PiPAD measured on real data.
 
+and one static graph for sampled training (BGL): :func:`bgl_classes`, power-law degrees with
+communities, node features and labels that the neighbourhood predicts.
+
 Every snapshot holds unique undirected pairs stored once as ``(min, max)``, without self-loops,
 sorted by ``(row, col)``; the pipeline symmetrises undirected graphs later. Pairs are handled as
 int64 keys ``row * N + col`` (so N stays below 2**31), which sort in (row, col) order. The same
@@ -166,10 +169,74 @@ def churn(num_nodes: int, num_edges: int, num_snapshots: int, *, change: float =
     return _raw_graph("churn", n, rows, cols)
 
 
+def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, classes: int = 16,
+                within: float = 0.8, exponent: float = 2.3, signal: float = 0.05,
+                seed: int = 0) -> RawGraph:
+    """A static power-law graph with communities, node features and labels: sampled training at
+    the scale BGL studies (NSDI'23, Table 2: Ogbn-products, 2.4M vertices, width 100, 47 classes).
+
+    - Vertices belong to ``classes`` equal communities of contiguous ids (community c holds ids
+      ``[c N / K, (c+1) N / K)``), so the store's feature rows lie community by community, as a
+      graph store lays them out by partition.
+    - Degrees follow a power law of ``exponent`` (the Chung-Lu weights of :func:`blad_style`, hubs
+      at random ids, capped near 4 sqrt(2m)). An edge draws u by weight; v is drawn by weight inside
+      u's community with probability ``within``, else over all vertices. Exactly ``num_edges``
+      distinct undirected pairs, no self-loops.
+    - Label of v: its community (int64 [N]). Features float32 [N, F]: ``signal * mu_c + noise``,
+      ``mu_c`` a random unit-variance centre per class, noise N(0, 1): one vertex's own row says
+      little about its class, the mean over its neighbourhood (mostly of its community) much more,
+      so a GNN has something to learn that a per-vertex model does not (at the default ``signal``,
+      100k vertices, mean degree 20: nearest class centre 16% right on a vertex's own row, 50% on
+      its neighbours' mean, 95% on the two-hop mean; 16 classes).
+
+    One snapshot (time 0), undirected, ``node_labels`` and ``node_features`` set.
+    """
+    n = _check_int("num_nodes", num_nodes, 2, _MAX_NODES)
+    m = _check_edges("num_edges", num_edges, n)
+    f = _check_int("feature_dim", feature_dim, 1)
+    k = _check_int("classes", classes, 2, n)
+    within = _check_float("within", within, 0.0, 1.0)
+    signal = _check_float("signal", signal, 0.0, math.inf, hi_open=True)
+    _check_seed(seed)
+    rng_graph, rng_feat = np.random.default_rng(seed).spawn(2)
+    _, _, _, weight = _powerlaw_weights(n, m, _check_exponent(exponent), rng_graph)
+    community = (np.arange(n, dtype=np.int64) * k) // n
+    start = np.searchsorted(community, np.arange(k + 1))       # community c: ids start[c]:start[c+1]
+    cum = np.concatenate([[0.0], np.cumsum(weight)])
+
+    def pick(lo, hi, rng):   # ids drawn by weight among [lo, hi) (arrays of bounds)
+        ids = np.searchsorted(cum, cum[lo] + rng.random(lo.size) * (cum[hi] - cum[lo]), side="right") - 1
+        return np.clip(ids, lo, hi - 1)
+
+    def draw(count, rng):
+        zeros, alls = np.zeros(count, np.int64), np.full(count, n, np.int64)
+        u = pick(zeros, alls, rng)
+        inside = rng.random(count) < within
+        c = community[u]
+        v = pick(np.where(inside, start[c], 0), np.where(inside, start[c + 1], n), rng)
+        return u, v
+
+    def pair_weight(u, v):
+        same = community[u] == community[v]
+        wc = cum[start[community[u] + 1]] - cum[start[community[u]]]
+        return weight[u] * weight[v] * (within * same / wc + (1 - within) / cum[-1])
+
+    keys = _sample_keys(_PairModel(draw, pair_weight), m, n, rng_graph)
+    centres = rng_feat.standard_normal((k, f)).astype(np.float32)
+    x = rng_feat.standard_normal((n, f), dtype=np.float32)
+    for c in range(k):   # in place, one community at a time: no second [N, F] temporary
+        x[start[c]:start[c + 1]] += np.float32(signal) * centres[c]
+    row, col = _decode(keys, n)
+    raw = _raw_graph("bgl-classes", n, [row], [col], community)
+    raw.node_features = x
+    return raw
+
+
 GENERATORS: dict[str, Callable[..., RawGraph]] = {
     "blad": blad_style,
     "esdg": esdg_random,
     "churn": churn,
+    "bgl": bgl_classes,
 }
 
 
@@ -229,17 +296,8 @@ def _powerlaw_model(n: int, m: int, exponent: float, rng: np.random.Generator) -
     without it the hub of a million-node graph would touch 40% of the nodes. Positions are mapped
     to node ids by a random permutation so that hubs are spread over the id range.
     """
-    a = 1.0 / (exponent - 1.0)
-    s = 1.0 - a
-    mean_degree = 2.0 * m / n
-    hub = min(n - 1.0, 4.0 * math.sqrt(2.0 * m))
-    # Hub degree ≈ mean * s * (N / i0)^a for i0 << N; solved for i0.
-    i0 = n * (mean_degree * s / hub) ** (1.0 / a)
+    s, i0, perm, weight_of = _powerlaw_weights(n, m, exponent, rng)
     lo, hi = i0 ** s, (n + i0) ** s
-    perm = rng.permutation(n).astype(np.int64)
-    pos_weight = np.diff((np.arange(n + 1) + i0) ** s)
-    weight_of = np.empty(n)
-    weight_of[perm] = pos_weight
 
     def endpoints(k, rng):
         x = (lo + rng.random(k) * (hi - lo)) ** (1.0 / s) - i0
@@ -249,6 +307,22 @@ def _powerlaw_model(n: int, m: int, exponent: float, rng: np.random.Generator) -
         return endpoints(k, rng), endpoints(k, rng)
 
     return _PairModel(draw, lambda u, v: weight_of[u] * weight_of[v])
+
+
+def _powerlaw_weights(n: int, m: int, exponent: float, rng: np.random.Generator):
+    """The Chung-Lu weights of :func:`_powerlaw_model`: (s = 1 - a, i0, perm int64 [N] position ->
+    id, weight_of float64 [N] per id, summing to (N + i0)^s - i0^s)."""
+    a = 1.0 / (exponent - 1.0)
+    s = 1.0 - a
+    mean_degree = 2.0 * m / n
+    hub = min(n - 1.0, 4.0 * math.sqrt(2.0 * m))
+    # Hub degree ≈ mean * s * (N / i0)^a for i0 << N; solved for i0.
+    i0 = n * (mean_degree * s / hub) ** (1.0 / a)
+    perm = rng.permutation(n).astype(np.int64)
+    pos_weight = np.diff((np.arange(n + 1) + i0) ** s)
+    weight_of = np.empty(n)
+    weight_of[perm] = pos_weight
+    return s, i0, perm, weight_of
 
 
 def _sbm_model(n: int, blocks: int, ratio: float,
