@@ -12,13 +12,12 @@ import numpy as np
 import pandas as pd
 
 from dynagnn.errors import ConfigError
-from dynagnn.graph.order import proximity_order, random_order
-from dynagnn.graph.sample import NeighborSampler
+from dynagnn.graph.order import ORDERS, epoch_order
+from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.sortedkeys import row_offsets
 from dynagnn.graph.cache import FIFOCache, LRUCache, StaticCache
 
 POLICIES = ("static", "fifo", "lru")
-ORDERS = ("random", "proximity")
 
 
 def _make_cache(policy: str, capacity: int, degree: np.ndarray):
@@ -39,9 +38,10 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
     batches.
 
     indptr int64 [N+1], indices int64 [nnz]: CSR of the graph; train_nodes int64 [T] distinct.
-    Epoch e uses ``random_order(train, seed + e)`` or ``proximity_order(..., seed=seed + e)``;
-    the sampler is seeded with ``seed`` afresh for each order. Caches persist across epochs
-    (warm from epoch 2). Static scores are vertex degrees.
+    Epoch e orders the training nodes by :func:`~dynagnn.graph.order.epoch_order` and samples its
+    batch b with :func:`~dynagnn.graph.sample.batch_rng` (seed, e, b), as sampled training does, so
+    the two see the same lookups. Caches persist across epochs (warm from epoch 2). Static scores
+    are vertex degrees.
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices, dtype=np.int64)
@@ -63,12 +63,9 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
                   for p in policies for f in fractions}
         batches = 0
         for e in range(int(epochs)):
-            if order == "random":
-                seq = random_order(train, seed + e)
-            else:
-                seq = proximity_order(indptr, indices, train, seed=seed + e)
-            for b0 in range(0, seq.size, int(batch_size)):
-                ids = sampler.input_nodes(seq[b0:b0 + int(batch_size)])
+            seq = epoch_order(order, indptr, indices, train, seed, e)
+            for b, b0 in enumerate(range(0, seq.size, int(batch_size))):
+                ids = sampler.input_nodes(seq[b0:b0 + int(batch_size)], batch_rng(seed, e, b))
                 batches += 1
                 for c in caches.values():
                     c.lookup(ids)

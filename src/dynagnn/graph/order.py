@@ -151,3 +151,17 @@ def proximity_order(indptr, indices, train_nodes, *, sequences: int | None = Non
         seqs[i] = np.roll(seq, -int(rng.integers(seq.size)))
     merged = seqs.T.ravel()           # position-major: round-robin over the sequences
     return merged[_first_occurrence(merged)]
+
+
+ORDERS = ("random", "proximity")
+
+
+def epoch_order(order: str, indptr, indices, train_nodes, seed: int, epoch: int) -> np.ndarray:
+    """int64 [T]: the training nodes of ``epoch`` in ``order`` (``random``: a fresh shuffle per epoch;
+    ``proximity``: BGL's order with fresh roots and shifts per epoch), seeded by ``seed + epoch``.
+    The cache simulation and sampled training both cut it into mini-batches."""
+    if order == "random":
+        return random_order(train_nodes, seed + epoch)
+    if order == "proximity":
+        return proximity_order(indptr, indices, train_nodes, seed=seed + epoch)
+    raise ValueError(f"order must be one of {ORDERS}, not {order!r}")

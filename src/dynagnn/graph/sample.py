@@ -115,6 +115,12 @@ from typing import NamedTuple  # noqa: E402
 
 
 
+def batch_rng(seed: int, epoch: int, batch: int) -> np.random.Generator:
+    """The generator of mini-batch ``batch`` of ``epoch``: sampled training and the cache simulation
+    (:mod:`dynagnn.analysis.cache`) draw the same neighbours for it."""
+    return np.random.default_rng([int(seed), int(epoch), int(batch)])
+
+
 class SampledHop(NamedTuple):
     """One hop of a sampled mini-batch.
 
@@ -158,7 +164,7 @@ class NeighborSampler:
         self.num_nodes = self.indptr.size - 1
         self.rng = np.random.default_rng(seed)
 
-    def _sample_hop(self, nodes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _sample_hop(self, nodes: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(nbr_ptr [F+1], nbrs [S]) with min(deg, k) uniform neighbours per node."""
         start = self.indptr[nodes]
         deg = self.indptr[nodes + 1] - start
@@ -186,7 +192,7 @@ class NeighborSampler:
             seg = np.repeat(np.arange(pi.size, dtype=np.int64), cnt)
             seg_first = np.cumsum(cnt) - cnt
             within = np.arange(tot, dtype=np.int64) - seg_first[seg]
-            key = (seg << 32) | self.rng.integers(0, 1 << 32, size=tot, dtype=np.int64)
+            key = (seg << 32) | rng.integers(0, 1 << 32, size=tot, dtype=np.int64)
             o = np.argsort(key, kind="stable")          # grouped by segment, random within
             rank = np.arange(tot, dtype=np.int64) - seg_first[seg]  # seg[o] == seg (sorted)
             keep = rank < k
@@ -196,8 +202,11 @@ class NeighborSampler:
             nbrs[dst] = self.indices[start[pi][s] + within[edges]]
         return nbr_ptr, nbrs
 
-    def sample(self, seeds: np.ndarray) -> list[SampledHop]:
+    def sample(self, seeds: np.ndarray, rng: np.random.Generator | None = None) -> list[SampledHop]:
         """Sample the multi-hop neighbourhood of ``seeds`` (int64 [B], duplicates allowed).
+
+        ``rng``: the generator of this call (default the sampler's own): a mini-batch seeded by its
+        own key (:func:`batch_rng`) samples the same whichever process samples it, and in any order.
 
         Returns ``len(fanouts)`` :class:`SampledHop` records, hop 0 first (the seeds, sorted
         and deduplicated), each next hop's ``nodes`` being ``unique(nodes ∪ nbrs)`` of the
@@ -207,9 +216,10 @@ class NeighborSampler:
         if seeds.size and (seeds.min() < 0 or seeds.max() >= self.num_nodes):
             raise ValueError("seed ids must lie in [0, num_nodes)")
         nodes = unique_sorted(seeds)
+        rng = self.rng if rng is None else rng
         hops = []
         for k in self.fanouts:
-            nbr_ptr, nbrs = self._sample_hop(nodes, k)
+            nbr_ptr, nbrs = self._sample_hop(nodes, k, rng)
             hops.append(SampledHop(nodes, nbr_ptr, nbrs))
             nodes = unique_sorted(np.concatenate([nodes, nbrs]), in_place=True)
         return hops
@@ -221,10 +231,10 @@ class NeighborSampler:
             return np.zeros(0, dtype=np.int64)
         return unique_sorted(np.concatenate([hops[-1].nodes, hops[-1].nbrs]), in_place=True)
 
-    def input_nodes(self, seeds: np.ndarray) -> np.ndarray:
+    def input_nodes(self, seeds: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
         """int64 [M]: sorted distinct vertices whose features the mini-batch of ``seeds`` needs
         (the seeds and every sampled neighbour over all hops); draws one :meth:`sample`."""
-        hops = self.sample(seeds)
+        hops = self.sample(seeds, rng)
         if not hops:
             return unique_sorted(np.asarray(seeds, dtype=np.int64).ravel())
         return self.hops_input_nodes(hops)
