@@ -23,7 +23,8 @@ class TemporalNeighbors:
     src, dst: int64 [E] event endpoints (dense ids < num_nodes); t: int64 or float64 [E] event
     times (need not be sorted; ties keep event order). ``undirected=True`` lists every event
     under both endpoints (u sees v and v sees u), as TGL does for sampling; otherwise only
-    ``src`` sees ``dst``.
+    ``src`` sees ``dst``. ``event_ids`` int64 [E]: the id each event reports in ``eid`` (default
+    its index; a sampler over a subset of a stream passes the events' stream indices).
 
     Attributes, all over the M = E (directed) or 2E (undirected) interaction entries, sorted by
     (vertex, time, event index):
@@ -32,7 +33,7 @@ class TemporalNeighbors:
     """
 
     def __init__(self, src: np.ndarray, dst: np.ndarray, t: np.ndarray, num_nodes: int,
-                 undirected: bool = True) -> None:
+                 undirected: bool = True, event_ids: np.ndarray | None = None) -> None:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         t = np.asarray(t)
@@ -40,14 +41,17 @@ class TemporalNeighbors:
             raise ValueError("src, dst and t must be 1-D arrays of the same length")
         self.num_nodes = int(num_nodes)
         n_ev = src.size
+        ids = np.arange(n_ev, dtype=np.int64) if event_ids is None else np.asarray(event_ids, dtype=np.int64)
+        if ids.shape != src.shape:
+            raise ValueError("event_ids must have one id per event")
         if undirected:
             # interleave (src->dst, dst->src) of each event so that event order is kept
             vertex = np.stack([src, dst], axis=1).ravel()
             nbr = np.stack([dst, src], axis=1).ravel()
-            eid = np.repeat(np.arange(n_ev, dtype=np.int64), 2)
+            eid = np.repeat(ids, 2)
             time = np.repeat(t, 2)
         else:
-            vertex, nbr, eid, time = src, dst, np.arange(n_ev, dtype=np.int64), t
+            vertex, nbr, eid, time = src, dst, ids, t
         if vertex.size and (vertex.min() < 0 or vertex.max() >= self.num_nodes):
             raise ValueError("node ids must lie in [0, num_nodes)")
         # sort by (vertex, time, event index): stable sort by time, then stable sort by vertex
@@ -105,6 +109,20 @@ class TemporalNeighbors:
             neighbors[valid] = self.nbr[idx[valid]]
             edge_times[valid] = self.time[idx[valid]]
         return neighbors, edge_times, counts
+
+    def most_recent_events(self, nodes: np.ndarray, times: np.ndarray, k: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`most_recent` with the event of each entry: (neighbors int64 [B, k], edge_times
+        float64 [B, k], event ids int64 [B, k]), -1 padded (for the edge features of a TGNN's
+        attention)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        neighbors, edge_times, counts = self.most_recent(nodes, times, k)
+        end = self.history_end(nodes, times)
+        idx = end[:, None] - 1 - np.arange(k, dtype=np.int64)[None, :]
+        valid = np.arange(k)[None, :] < counts[:, None]
+        eid = np.full(neighbors.shape, -1, dtype=np.int64)
+        eid[valid] = self.eid[idx[valid]]
+        return neighbors, edge_times.astype(np.float64), eid
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,151 @@
+"""Link prediction of every event of a stream (the TGNN protocol of TGN, TGL and DyGLib).
+
+* Split: chronological by time, DyGLib's way: events up to the 70% quantile of the event times
+  train, up to the 85% quantile validate, the rest test (events of one timestamp never straddle).
+* Inductive setting (TGN's and DyGLib's): 10% of the nodes (as a count of all nodes) that appear in
+  validation or test are drawn by seed and hidden from training: every training event touching one is
+  dropped (from the batches, the memory and the training sampler). Validation and test events that
+  touch a node the kept training events never saw are the inductive events, scored separately.
+* Training negatives: one uniform destination per positive from the training events' destinations,
+  drawn afresh each epoch and batch from ``(seed, epoch, batch)``.
+* Evaluation negatives: fixed by the seed, ``K`` per event (``eval_negatives``, 100 as TGB) uniform
+  over every destination of the stream other than the event's own. AP and AUC score each positive
+  against its first negative (a balanced set, as DyGLib); MRR ranks each positive among its K
+  negatives, ties taking the mean of the best and worst rank (TGB's rule, :func:`metrics.mrr`).
+
+The task holds indices only; a batch unit is an integer, the index of a batch of ``batch_size``
+consecutive events of its split (training batches of the kept training events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynagnn.errors import ConfigError, StoreError
+from dynagnn.sortedkeys import isin_sorted, unique_sorted
+from dynagnn.train import metrics as M
+
+
+@dataclass
+class EventSplit:
+    """Batch units per split: ``train``, ``val``, ``test`` are lists of batch indices."""
+
+    train: list[int]
+    val: list[int]
+    test: list[int]
+
+
+def check_events(events, path) -> None:
+    """StoreError unless the stream is non-empty and in time order (never trained on unsorted)."""
+    if events is None or len(events) == 0:
+        raise ConfigError(f"{path}: the store has no event stream (events/src, events/dst, events/t), which "
+                          "the event models tgn, jodie and apan train on; ingest a source with events or "
+                          "train a snapshot model")
+    t = np.asarray(events.t)
+    bad = np.flatnonzero(t[1:] < t[:-1])
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise StoreError(f"{path}: events/t is not in time order: event {i} at {t[i]} comes after event {i - 1} "
+                         f"at {t[i - 1]}; re-ingest the source (ingest sorts events by time)")
+
+
+class EventLinkTask:
+    """The event link-prediction task over an :class:`~dynagnn.data.types.EventStream`.
+
+    Attributes: ``src``, ``dst`` int64 [E], ``t`` float64 [E]; ``train_events``, ``val_events``,
+    ``test_events`` int64 event indices (training ones without the hidden nodes' events);
+    ``inductive`` bool [E] (an evaluation event touching a node unseen in training);
+    ``split`` an :class:`EventSplit` of batch units.
+    """
+
+    name = "link"
+    primary = "ap"
+    maximize = True
+
+    def __init__(self, events, num_nodes: int, batch_size: int = 200, eval_negatives: int = 100,
+                 seed: int = 0, val: float = 0.15, test: float = 0.15, new_node_share: float = 0.1,
+                 path: str = "store"):
+        check_events(events, path)
+        self.src = np.asarray(events.src, dtype=np.int64)
+        self.dst = np.asarray(events.dst, dtype=np.int64)
+        self.t = np.asarray(events.t, dtype=np.float64)
+        self.num_nodes, self.seed = int(num_nodes), int(seed)
+        self.batch_size, self.eval_negatives = int(batch_size), int(eval_negatives)
+        if self.eval_negatives < 1:
+            raise ConfigError(f"eval_negatives {eval_negatives}: evaluation needs at least 1 negative per event")
+        val_time, test_time = np.quantile(self.t, [1 - val - test, 1 - test])
+        n = self.t.size
+        idx = np.arange(n, dtype=np.int64)
+        in_train, in_test = self.t <= val_time, self.t > test_time
+        in_val = ~in_train & ~in_test
+        # the hidden nodes: a share of all nodes, drawn from those active after training
+        later = unique_sorted(np.concatenate([self.src[~in_train], self.dst[~in_train]]))
+        rng = np.random.default_rng([self.seed, 14])
+        hide = int(new_node_share * unique_sorted(np.concatenate([self.src, self.dst])).size)
+        self.hidden = np.sort(rng.choice(later, size=min(hide, later.size), replace=False))
+        touches = isin_sorted(self.src, self.hidden) | isin_sorted(self.dst, self.hidden)
+        self.train_events = idx[in_train & ~touches]
+        self.val_events, self.test_events = idx[in_val], idx[in_test]
+        seen = unique_sorted(np.concatenate([self.src[self.train_events], self.dst[self.train_events]]))
+        self.inductive = ~(isin_sorted(self.src, seen) & isin_sorted(self.dst, seen)) & ~in_train
+        b = self.batch_size
+        if b < 1:
+            raise ConfigError(f"event_batch {b}: a batch needs at least 1 event")
+        if b > self.train_events.size:
+            raise ConfigError(f"event_batch {b} is larger than the {self.train_events.size} training events of "
+                              f"{path}; use at most {self.train_events.size}")
+        if self.val_events.size == 0 or self.test_events.size == 0:
+            raise ConfigError(f"{path}: the {n} events leave no validation or test events (their times are "
+                              "too few distinct values for a 70/15/15 split)")
+        self.train_dst = unique_sorted(self.dst[self.train_events])
+        self.all_dst = unique_sorted(self.dst.copy())
+        self._units = {"train": self.train_events, "val": self.val_events, "test": self.test_events}
+        nb = {k: -(-v.size // b) for k, v in self._units.items()}
+        # units: one integer range per split, so that a unit names its split
+        self.offsets = {"train": 0, "val": nb["train"], "test": nb["train"] + nb["val"]}
+        self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
+        self._eval_neg: dict[str, np.ndarray] = {}
+
+    def unit_events(self, unit: int) -> tuple[str, np.ndarray]:
+        """(split name, event indices int64 [<= B]) of a batch unit."""
+        for name in ("test", "val", "train"):
+            if unit >= self.offsets[name]:
+                i = unit - self.offsets[name]
+                ev = self._units[name][i * self.batch_size:(i + 1) * self.batch_size]
+                if ev.size == 0:
+                    break
+                return name, ev
+        raise IndexError(f"batch unit {unit} out of range")
+
+    def train_negatives(self, events: np.ndarray, epoch: int, unit: int) -> np.ndarray:
+        """int64 [B, 1]: one uniform training destination per event, from (seed, epoch, unit)."""
+        rng = np.random.default_rng([self.seed, epoch, unit, 1])
+        return self.train_dst[rng.integers(0, self.train_dst.size, size=(events.size, 1))]
+
+    def eval_negatives_of(self, split: str, events: np.ndarray) -> np.ndarray:
+        """int64 [B, K]: the fixed negatives of evaluation events of ``split`` (never the true dst,
+        unless the stream has a single destination)."""
+        if split not in self._eval_neg:
+            ev = self._units[split]
+            rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split]])
+            neg = self.all_dst[rng.integers(0, self.all_dst.size, size=(ev.size, self.eval_negatives))]
+            for _ in range(20):  # redraw the true destination
+                bad = neg == self.dst[ev][:, None]
+                if not bad.any() or self.all_dst.size < 2:
+                    break
+                neg[bad] = self.all_dst[rng.integers(0, self.all_dst.size, size=int(bad.sum()))]
+            self._eval_neg[split] = neg
+        pos = np.searchsorted(self._units[split], events)
+        return self._eval_neg[split][pos]
+
+
+def link_metrics(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
+    """AP and AUC of positives [P] against their first negative, MRR against all [P, K]."""
+    pos, neg = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64).reshape(pos.size, -1)
+    if pos.size == 0:
+        return {"ap": float("nan"), "auc": float("nan"), "mrr": float("nan")}
+    scores = np.concatenate([pos, neg[:, 0]])
+    labels = np.concatenate([np.ones(pos.size), np.zeros(pos.size)])
+    return {"ap": M.average_precision(scores, labels), "auc": M.auc(scores, labels), "mrr": M.mrr(pos, neg)}

@@ -1,0 +1,203 @@
+"""The event strategy: TGN, JODIE and APAN trained on one worker over batches of events.
+
+The unit of work is a batch of ``event_batch`` consecutive events (default 200, DyGLib's). Each
+batch, in the order of issue 14 (and of TGL's training loop):
+
+1. ``sample``: the batch's negatives, the k most recent neighbours of its roots, its unique ids;
+2. ``memory``: the rows of those ids are read and their pending mails applied (the updated memory);
+3. ``embed``: the roots are embedded and the edges scored; the loss (binary cross-entropy of
+   positives against their negatives) is back-propagated (``backward``);
+4. the engine steps the optimiser; then ``mailbox``: the positive endpoints' memory and the
+   batch's mails are written back. The writes were computed, detached, in the forward pass, and
+   are applied when the next batch (or evaluation) starts, or at :meth:`EventStrategy.after_step`.
+
+Memory is reset at the start of every epoch, carried from training into validation and from
+validation into test, as TGN, TGL and DyGLib do; training and validation are not replayed before
+testing because the memory at the start of the test events is exactly the one the validation pass
+left (an epoch trains through the training events, then validation runs through its events).
+Evaluation scores every event against its fixed negatives, then (DyGLib's inductive setting) runs
+again from the same starting memory over only the inductive events, and leaves the memory where
+the full pass left it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from dynagnn.errors import ConfigError
+from dynagnn.graph.sample import TemporalNeighbors
+from dynagnn.models.heads import LinkPredictor
+from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
+from dynagnn.timing import PhaseTimer, section
+from dynagnn.train.event_task import EventLinkTask, link_metrics
+from dynagnn.train.strategies.base import Strategy
+
+
+def edge_features(events) -> np.ndarray | None:
+    """float32 [E, d_e]: the events' own features, else their weights as one column, else None."""
+    if events.features is not None:
+        return np.asarray(events.features, dtype=np.float32).reshape(len(events), -1)
+    if events.w is not None:
+        return np.asarray(events.w, dtype=np.float32).reshape(-1, 1)
+    return None
+
+
+def memory_age_stats(src: np.ndarray, dst: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation of the time since a node's previous event, over the events'
+    endpoints (JODIE's standardisation of Δt)."""
+    node = np.stack([src, dst], 1).ravel()
+    time = np.repeat(t, 2)
+    order = np.argsort(node, kind="stable")
+    n, tt = node[order], time[order]
+    same = n[1:] == n[:-1]
+    gaps = (tt[1:] - tt[:-1])[same]
+    if gaps.size == 0:
+        return 0.0, 1.0
+    return float(gaps.mean()), float(gaps.std() or 1.0)
+
+
+class EventStrategy(Strategy):
+    """One worker, batches of events in time order (the TGL/DyGLib loop)."""
+
+    name = "events"
+
+    @classmethod
+    def check(cls, config, model, num_nodes, workers):
+        if workers != 1:
+            raise ConfigError(f"the events strategy runs on 1 worker, not {workers}")
+
+    def build(self, store, config, timer: PhaseTimer | None = None, device="cpu") -> None:
+        """Task, model, head, memory and samplers of ``store``'s event stream (``config``: a
+        TrainConfig-like object with model, seed, lr-independent options event_batch, memory_dim,
+        time_dim, neighbors, eval_negatives)."""
+        c = config
+        if c.model not in TGNN_MODELS:
+            raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not {c.model!r}")
+        events = store.events()
+        self.device = torch.device(device)
+        self.timer = timer or PhaseTimer(self.device)
+        self.task = task = EventLinkTask(events, store.num_nodes, c.event_batch, c.eval_negatives, c.seed,
+                                         path=str(store.path))
+        feats = edge_features(events)
+        self.efeat = None if feats is None else torch.from_numpy(feats).to(self.device)
+        tr = task.train_events
+        shift, scale = memory_age_stats(task.src[tr], task.dst[tr], task.t[tr])
+        extra = {"dt_shift": shift, "dt_scale": scale} if c.model == "jodie" else {}
+        self.model = build_tgnn(c.model, store.num_nodes, 0 if feats is None else feats.shape[1], c.memory_dim,
+                                c.time_dim, c.neighbors, **extra).to(self.device)
+        self.head = LinkPredictor(self.model.out_dim).to(self.device)
+        self.memory = self.model.new_memory(self.device)
+        # training sees only the kept training events; evaluation the whole past
+        self.train_sampler = TemporalNeighbors(task.src[tr], task.dst[tr], task.t[tr], store.num_nodes,
+                                               event_ids=tr)
+        self.full_sampler = TemporalNeighbors(task.src, task.dst, task.t, store.num_nodes)
+        self.epoch = 0
+        self._pending: BatchOutput | None = None
+
+    # ---- engine hooks -------------------------------------------------------------------------
+    def start_epoch(self, epoch: int) -> None:
+        self._pending = None
+        self.memory.reset()
+        self.epoch = int(epoch)
+
+    def steps(self, units, batch_windows: int = 1) -> list[list[int]]:
+        """One batch of events per step (the batch is the unit; B is the event batch's size)."""
+        return [[u] for u in units]
+
+    def after_step(self) -> None:
+        """Write the last batch's memory and mails (after the optimiser step)."""
+        if self._pending is not None:
+            with section("mailbox"):
+                apply_writes(self.memory, self._pending)
+            self._pending = None
+
+    def parameters(self):
+        return list(self.model.parameters()) + list(self.head.parameters())
+
+    # ---- one batch ------------------------------------------------------------------------------
+    def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
+        """(positive scores [B], negative scores [B, K], writes) of one batch."""
+        t = self.task
+        m = self.model
+        with section("sample"):
+            batch = make_batch(t.src[events], t.dst[events], t.t[events], events, neg, sampler, m.neighbors,
+                               m.sample)
+            ids = torch.from_numpy(batch.nodes).to(self.device)
+        with section("memory"):
+            rows = self.memory.read(ids)
+        out = m(batch, rows, self.efeat)
+        with section("embed"):
+            b, k = batch.size, batch.negatives
+            ar = torch.arange(b, device=self.device)
+            src = ar.repeat_interleave(k)
+            neg_rows = 2 * b + torch.arange(b * k, device=self.device)
+            pairs = torch.stack([torch.cat([ar, src]), torch.cat([b + ar, neg_rows])])
+            scores = self.head(out.z, pairs)
+        return scores[:b], scores[b:].reshape(b, k), out
+
+    def train_step(self, step) -> float:
+        self.after_step()
+        self.model.train()
+        self.head.train()
+        total = 0.0
+        for unit in step:
+            _, events = self.task.unit_events(unit)
+            neg = self.task.train_negatives(events, self.epoch, unit)
+            pos, negs, out = self._forward(events, neg, self.train_sampler)
+            with section("embed"):
+                logits = torch.cat([pos, negs.reshape(-1)])
+                target = torch.cat([torch.ones_like(pos), torch.zeros(negs.numel(), device=pos.device)])
+                loss = F.binary_cross_entropy_with_logits(logits, target) / len(step)
+            if not torch.isfinite(loss):
+                return float(loss.detach())
+            with section("backward"):
+                loss.backward()
+            total += float(loss.detach())
+            if len(step) > 1:  # several batches in one step: each writes before the next reads
+                with section("mailbox"):
+                    apply_writes(self.memory, out)
+            else:
+                self._pending = out
+        return total
+
+    @torch.no_grad()
+    def _pass(self, split: str, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Score ``events`` of ``split`` batch by batch, writing memory and mails after each."""
+        pos_all, neg_all = [], []
+        b = self.task.batch_size
+        for i in range(0, events.size, b):
+            ev = events[i:i + b]
+            pos, neg, out = self._forward(ev, self.task.eval_negatives_of(split, ev), self.full_sampler)
+            with section("mailbox"):
+                apply_writes(self.memory, out)
+            pos_all.append(pos.cpu().numpy())
+            neg_all.append(neg.cpu().numpy())
+        if not pos_all:
+            return np.zeros(0), np.zeros((0, self.task.eval_negatives))
+        return np.concatenate(pos_all), np.concatenate(neg_all)
+
+    def evaluate(self, units) -> dict[str, float]:
+        """AP, AUC, MRR of the units' events (one split), and the same on its inductive events
+        (``ind_`` prefix), from the memory the previous pass left; the memory then holds the state
+        after the units' events."""
+        self.after_step()
+        self.model.eval()
+        self.head.eval()
+        parts = [self.task.unit_events(u) for u in units]
+        if not parts:
+            return {}
+        split = parts[0][0]
+        events = np.concatenate([p[1] for p in parts])
+        start = self.memory.snapshot()
+        pos, neg = self._pass(split, events)
+        metrics = link_metrics(pos, neg)
+        after = self.memory.snapshot()
+        self.memory.restore(start)
+        ind = events[self.task.inductive[events]]
+        ipos, ineg = self._pass(split, ind)
+        metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg).items()})
+        metrics["ind_events"] = float(ind.size)
+        self.memory.restore(after)
+        return metrics
