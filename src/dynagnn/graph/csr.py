@@ -49,14 +49,11 @@ def csr_matrix(crow, col, values, num_nodes: int, num_cols: int | None = None) -
                                        check_invariants=False)
 
 
-def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
-                       self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique).
-
-    With ``self_loops`` every node without a self-loop gets one of weight 1; an existing self-loop
-    keeps its weight (see the module docstring). ``weight=None`` means 1. Weights must be >= 0
-    (ingest refuses negative ones): degrees are square-rooted.
-    """
+def self_looped_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
+                        self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, weight) of ``Ã`` (A with the self-loops of the module docstring), sorted by
+    (row, col), duplicate edges summed: the un-normalised matrix whose degree scaling gives ``Â``.
+    PiPAD's frames share its entries between snapshots and keep the scaling apart."""
     n = int(num_nodes)
     row = np.asarray(row, dtype=np.int64)
     col = np.asarray(col, dtype=np.int64)
@@ -78,10 +75,26 @@ def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | No
         starts = np.flatnonzero(first)
         w = np.add.reduceat(w, starts).astype(np.float32)
         key = key[starts]
-    row, col = key // n, key % n
-    deg = np.bincount(row, weights=w, minlength=n)
+    return key // n, key % n, w
+
+
+def inv_sqrt_degrees(row: np.ndarray, w: np.ndarray, num_nodes: int) -> np.ndarray:
+    """float64 [N]: ``D^-1/2`` of ``Ã`` (0 for a node of degree 0)."""
+    deg = np.bincount(row, weights=w, minlength=int(num_nodes))
     with np.errstate(divide="ignore"):
-        dinv = np.where(deg > 0, 1.0 / np.sqrt(deg), 0.0)
+        return np.where(deg > 0, 1.0 / np.sqrt(deg), 0.0)
+
+
+def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
+                       self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique).
+
+    With ``self_loops`` every node without a self-loop gets one of weight 1; an existing self-loop
+    keeps its weight (see the module docstring). ``weight=None`` means 1. Weights must be >= 0
+    (ingest refuses negative ones): degrees are square-rooted.
+    """
+    row, col, w = self_looped_triples(row, col, weight, num_nodes, self_loops)
+    dinv = inv_sqrt_degrees(row, w, num_nodes)
     val = (dinv[row] * w * dinv[col]).astype(np.float32)
     return row, col, val
 

@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from dynagnn.graph.csr import Adjacency, csr_matrix, inv_sqrt_degrees, is_symmetric, self_looped_triples
 from dynagnn.graph.sliced import segment_sum_sorted
-from dynagnn.sortedkeys import isin_sorted
+from dynagnn.sortedkeys import isin_sorted, row_offsets
 
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -72,14 +74,40 @@ def frames(num_snapshots: int, S: int) -> list[tuple[int, int]]:
 def split_frame(edge_lists: list[Triple], num_nodes: int) -> FrameSplit:
     """Split S snapshots (row, col, val), each sorted by (row, col) and unique, into the overlap
     (intersection of all S edge sets) and the S exclusive parts."""
+    keys = _keys_of(edge_lists, num_nodes)
+    return _split_by(edge_lists, keys, _intersection(keys), num_nodes)
+
+
+def split_shared(edge_lists: list[Triple], num_nodes: int) -> FrameSplit:
+    """As :func:`split_frame`, but an edge is in the overlap only when it has the same value in all S
+    snapshots (the others go to the exclusive parts). With the un-normalised weights of ``Ã`` this is
+    the one matrix a partition's snapshots truly share: ``Ã_i = A_Over + A_i`` (PiPAD §4.2)."""
+    keys = _keys_of(edge_lists, num_nodes)
+    over = _intersection(keys)
+    if over.size and len(edge_lists) > 1:
+        vals = [np.asarray(v, np.float32)[isin_sorted(k, over)] for (_, _, v), k in zip(edge_lists, keys)]
+        same = np.logical_and.reduce([v == vals[0] for v in vals[1:]])
+        over = over[same]
+    return _split_by(edge_lists, keys, over, num_nodes)
+
+
+def _keys_of(edge_lists: list[Triple], num_nodes: int) -> list[np.ndarray]:
     if len(edge_lists) == 0:
         raise ValueError("split_frame needs at least one snapshot")
-    keys = [edge_keys(r, c, num_nodes) for r, c, _ in edge_lists]
+    return [edge_keys(r, c, num_nodes) for r, c, _ in edge_lists]
+
+
+def _intersection(keys: list[np.ndarray]) -> np.ndarray:
     over = keys[0]
     for k in keys[1:]:
         if over.size == 0:
             break
         over = over[isin_sorted(over, k)]
+    return over
+
+
+def _split_by(edge_lists: list[Triple], keys: list[np.ndarray], over: np.ndarray, num_nodes: int) -> FrameSplit:
+    """The split whose overlap is the sorted keys ``over`` (a subset of every snapshot's keys)."""
     exclusive, overlap_vals = [], []
     for (r, c, v), k in zip(edge_lists, keys):
         v = np.asarray(v, dtype=np.float32)
@@ -167,3 +195,116 @@ def parallel_aggregate(split: FrameSplit, xs: list[np.ndarray]) -> list[np.ndarr
         out += segment_sum_sorted(er, ev[:, None] * xs[i][ec], n)
         outs.append(out)
     return outs
+
+
+# ---- the training path: a partition's matrices as torch tensors --------------------------------------
+
+
+@dataclass
+class RawSnapshot:
+    """One snapshot's un-normalised ``Ã`` on the host, the input of a partition: sorted keys int64
+    [nnz] (``row·N + col``), weights float32 [nnz], ``D^-1/2`` float64 [N], and whether Ã = Ãᵀ."""
+
+    keys: np.ndarray
+    weights: np.ndarray
+    dinv: np.ndarray
+    symmetric: bool
+
+    def triple(self, num_nodes: int) -> Triple:
+        n = np.int64(num_nodes)
+        return self.keys // n, self.keys % n, self.weights
+
+
+def raw_snapshot(row, col, weight, num_nodes: int) -> RawSnapshot:
+    """:class:`RawSnapshot` of one snapshot's edges (A's edges; the self-loops of ``Â`` are added)."""
+    r, c, w = self_looped_triples(row, col, weight, num_nodes)
+    return RawSnapshot(edge_keys(r, c, num_nodes), w, inv_sqrt_degrees(r, w, num_nodes),
+                       is_symmetric(r, c, w, num_nodes))
+
+
+@dataclass
+class PartitionGraph:
+    """The matrices of a partition of s consecutive snapshots, on one device (PiPAD §4.1-4.2).
+
+    ``shared``: ``A_Over`` [N, N], the entries of ``Ã`` common to all s snapshots with the same weight,
+    read once for the s feature blocks; ``exclusive``: the s exclusive parts as one block-diagonal
+    matrix [s·N, s·N] (None when all are empty); ``dinv``: ``D_i^-1/2`` float32 [s, N, 1]. Degree
+    scaling stays outside the shared matrix, so ``Â_i Z_i = D_i^-1/2 (A_Over + A_i)(D_i^-1/2 Z_i)`` is
+    exact per snapshot. For s = 1 ``shared`` is ``Â`` itself (``dinv`` None): the plain graph operator.
+    """
+
+    shared: Adjacency
+    exclusive: Adjacency | None
+    dinv: torch.Tensor | None
+    size: int
+
+    @property
+    def num_nodes(self) -> int:
+        return self.shared.num_nodes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this partition occupies (and moves to a device): CSR arrays and the degree scaling."""
+        n = self.shared.nbytes + (self.exclusive.nbytes if self.exclusive is not None else 0)
+        return n + (self.dinv.numel() * self.dinv.element_size() if self.dinv is not None else 0)
+
+    def _map(self, fn) -> "PartitionGraph":
+        return PartitionGraph(fn(self.shared), None if self.exclusive is None else fn(self.exclusive),
+                              None if self.dinv is None else fn(self.dinv), self.size)
+
+    def to(self, device, non_blocking: bool = False) -> "PartitionGraph":
+        return self._map(lambda a: a.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "PartitionGraph":
+        return self._map(lambda a: a.pin_memory())
+
+    def clone(self) -> "PartitionGraph":
+        """A copy (the CPU stand-in for a transfer to the device)."""
+        def copy(a):
+            if isinstance(a, Adjacency):
+                m = a.matrix
+                return Adjacency(csr_matrix(m.crow_indices().clone(), m.col_indices().clone(), m.values().clone(),
+                                            m.shape[0], m.shape[1]), a.symmetric)
+            return a.clone()
+        return self._map(copy)
+
+    def aggregate(self, z: torch.Tensor) -> torch.Tensor:
+        """``Â_i Z_i`` for the s snapshots: ``z`` [s, N, F] -> [s, N, F] (differentiable in z).
+
+        One SpMM of ``A_Over`` on the column-concatenated (coalescent) features [N, s·F], one SpMM of
+        the block-diagonal exclusive parts on the row-stacked features [s·N, F], the degree scaling on
+        both sides (PiPAD §4.2, Algorithm 1's work on a CPU/GPU SpMM)."""
+        s, n, f = z.shape
+        if self.dinv is None:
+            return self.shared.spmm(z.reshape(n, f)).reshape(1, n, f)
+        y = z * self.dinv                                                            # [s, N, F]
+        coal = y.transpose(0, 1).reshape(n, s * f)                                   # [N, s·F]
+        out = self.shared.spmm(coal).reshape(n, s, f).transpose(0, 1)                # [s, N, F]
+        if self.exclusive is not None:
+            out = out + self.exclusive.spmm(y.reshape(s * n, f)).reshape(s, n, f)
+        return out * self.dinv
+
+
+def partition_graph(raws: list[RawSnapshot], num_nodes: int) -> tuple[PartitionGraph, FrameSplit | None]:
+    """The :class:`PartitionGraph` of consecutive snapshots (CPU tensors), and the split it came from
+    (None for one snapshot, whose ``Â`` is built exactly as :func:`dynagnn.graph.csr.normalize` does)."""
+    n = int(num_nodes)
+    sym = all(r.symmetric for r in raws)
+    if len(raws) == 1:
+        r, c, w = raws[0].triple(n)
+        d = raws[0].dinv
+        v = (d[r] * w * d[c]).astype(np.float32)
+        return PartitionGraph(Adjacency(csr_matrix(row_offsets(r, n), c, v, n), sym), None, None, 1), None
+    split = split_shared([x.triple(n) for x in raws], n)
+    vals = split.overlap_vals[0] if split.num_overlap else np.zeros(0, np.float32)
+    shared = Adjacency(csr_matrix(row_offsets(split.overlap_row, n), split.overlap_col, vals, n), sym)
+    s = len(raws)
+    exclusive = None
+    if any(e[0].size for e in split.exclusive):
+        off = [np.int64(i * n) for i in range(s)]
+        er = np.concatenate([e[0] + o for e, o in zip(split.exclusive, off)])
+        ec = np.concatenate([e[1] + o for e, o in zip(split.exclusive, off)])
+        ev = np.concatenate([e[2] for e in split.exclusive]).astype(np.float32)
+        exclusive = Adjacency(csr_matrix(row_offsets(er, s * n), ec, ev, s * n), sym)
+    dinv = torch.from_numpy(np.stack([x.dinv for x in raws]).astype(np.float32)).reshape(s, n, 1)
+    return PartitionGraph(shared, exclusive, dinv, s), split

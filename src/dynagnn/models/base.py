@@ -13,14 +13,56 @@ snapshot partitioning redistributes between the two, PiPAD batches a frame's spa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 import torch
 from torch import nn
 
+from dynagnn.graph import csr
 from dynagnn.graph.csr import Adjacency
+from dynagnn.graph.overlap import PartitionGraph
+from dynagnn.timing import section
 
 State = tuple[torch.Tensor, ...]
+
+# what a model's frame path reads (DynamicGNN.frame_needs): raw features X [S, N, F], the first-layer
+# aggregation ÂX [S, N, F], the partitions' matrices (parallel aggregation of any [S, N, F'] input) and
+# each snapshot's Â (per-step aggregation of a state-dependent input)
+FRAME_INPUTS = ("x", "ax", "parts", "adjs")
+
+
+@dataclass
+class Frame:
+    """S consecutive snapshots on the device, as a model's :meth:`DynamicGNN.frame_forward` reads them
+    (PiPAD's frame). Only what the model's :meth:`~DynamicGNN.frame_needs` names is filled in.
+
+    ``x``: X_t stacked [S, N, F]; ``ax``: ``Â_t X_t`` [S, N, F] (from PiPAD's reuse cache or the
+    parallel aggregation; no gradient, it is data); ``parts``: :class:`PartitionGraph` s covering the S
+    snapshots in order; ``adjs``: the S normalised adjacencies ``Â_t``.
+    """
+
+    size: int
+    num_nodes: int
+    x: torch.Tensor | None = None
+    ax: torch.Tensor | None = None
+    parts: list[PartitionGraph] | None = None
+    adjs: list[Adjacency] | None = None
+
+    def aggregate(self, z: torch.Tensor) -> torch.Tensor:
+        """``Â_t Z_t`` for every snapshot: [S, N, F'] -> [S, N, F'] (differentiable in z): PiPAD's
+        parallel aggregation over the partitions, else one product per snapshot."""
+        with section("graph_op"):
+            if self.parts is not None:
+                outs, a = [], 0
+                for p in self.parts:
+                    outs.append(p.aggregate(z[a:a + p.size]))
+                    a += p.size
+                return outs[0] if len(outs) == 1 else torch.cat(outs)
+            return torch.stack([csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, z)])
+
+    def adjacency(self, i: int) -> Adjacency:
+        return self.adjs[i]
 
 
 class DynamicGNN(nn.Module):
@@ -56,6 +98,26 @@ class DynamicGNN(nn.Module):
     def step(self, adj: Adjacency, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """One snapshot: ``adj`` is Â_t [N, N], ``x`` is X_t [N, F]; returns (h_t [N, H], state_t)."""
         raise NotImplementedError
+
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        """Whether the model's first aggregation is ``Â_t X_t`` alone (no parameter, no state), so that
+        PiPAD can compute it once and reuse it across frames and epochs. False unless a model says so."""
+        return False
+
+    def frame_needs(self) -> set[str]:
+        """Which of :data:`FRAME_INPUTS` :meth:`frame_forward` reads; the frame engine feeds only those."""
+        return {"x", "adjs"}
+
+    def frame_forward(self, frame: Frame, state: State) -> tuple[Sequence[torch.Tensor], State]:
+        """The S steps of ``frame`` from ``state``: (S embeddings [N, H] (a list or an [S, N, H]
+        tensor), the state after the last). Equal to S calls of :meth:`step`; a model overrides it to
+        batch what does not depend on the state (PiPAD's parallel GNN). This default is those calls."""
+        hs = []
+        for i in range(frame.size):
+            h, state = self.step(frame.adjacency(i), frame.x[i], state)
+            hs.append(h)
+        return hs, state
 
     def forward(self, adjs: Sequence[Adjacency], xs: Sequence[torch.Tensor],
                 state: State | None = None) -> tuple[torch.Tensor, State]:
@@ -134,6 +196,25 @@ class StackedGNN(DynamicGNN):
             y = self.spatial(l, adj, z, x)
             zs, st = self.temporal(l, y[None], st)
             z = zs[0]
+            new.extend(st)
+        return z, tuple(new)
+
+    def spatial_frame(self, layer: int, frame: Frame, z: torch.Tensor | None) -> torch.Tensor:
+        """:meth:`spatial` of every snapshot of ``frame``: ``z`` [S, N, F_l] (None for layer 0: the
+        raw features) -> [S, N, S_l]. This default calls :meth:`spatial` per snapshot; a model whose
+        spatial part it can batch overrides it (one GEMM on the row-stacked features, the parallel
+        aggregation, ``Â X`` from the reuse cache)."""
+        return torch.stack([self.spatial(layer, frame.adjacency(i), frame.x[i] if z is None else z[i], frame.x[i])
+                            for i in range(frame.size)])
+
+    def frame_forward(self, frame: Frame, state: State) -> tuple[Sequence[torch.Tensor], State]:
+        """Each layer's spatial part over the whole frame, then its temporal part along the frame:
+        the ESDG seam, which PiPAD batches."""
+        z, new = None, []
+        for l, st in enumerate(self.split_state(state)):
+            ys = self.spatial_frame(l, frame, z)
+            with section("rnn"):
+                z, st = self.temporal(l, ys, st)
             new.extend(st)
         return z, tuple(new)
 

@@ -33,6 +33,8 @@ import math
 import torch
 from torch import nn
 
+from dynagnn.timing import section
+
 from .base import DynamicGNN, State
 from .layers import GCNLayer
 
@@ -99,6 +101,31 @@ class _EvolveGCN(DynamicGNN):
             new_state.append(w)
         return x, tuple(new_state)
 
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        return True
+
+    def frame_needs(self) -> set[str]:
+        return {"ax", "parts"}
+
+    def frame_forward(self, frame, state: State):
+        """Per layer: the S evolved weights (the recurrence: a chain of small matrices), then the S
+        convolutions at once: ``Â X`` reused for layer 1, the parallel aggregation for layer 2, one
+        batched GEMM with the S weights (PiPAD: no weight reuse for EvolveGCN)."""
+        z, new_state = None, []
+        for l, (layer, cell) in enumerate(zip(self.layers, self.cells)):
+            w, ws = state[l], []
+            with section("rnn"):
+                layer_in = frame.x if z is None else z     # None for -O, whose GRU reads only W
+                for i in range(frame.size):
+                    w = cell(self._rnn_input(l, None if layer_in is None else layer_in[i], w), w)
+                    ws.append(w)
+            az = frame.ax if z is None else frame.aggregate(z)
+            with section("nn_op"):
+                z = torch.relu(torch.bmm(az, torch.stack(ws)))
+            new_state.append(w)
+        return z, tuple(new_state)
+
 
 class EvolveGCNO(_EvolveGCN):
     """EvolveGCN-O: the weight is the GRU's input as well as its hidden state (Eq. 5)."""
@@ -132,3 +159,6 @@ class EvolveGCNH(_EvolveGCN):
 
     def _rnn_input(self, l, x, w):
         return self.topk[l](x)
+
+    def frame_needs(self) -> set[str]:
+        return {"ax", "parts", "x"}

@@ -96,6 +96,17 @@ class GCNLayer(nn.Module):
             y = self.aggregate(adj, self.update(x, w))
         return y if self.bias is None else y + self.bias
 
+    def stacked_update(self, az: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+        """``(ÂZ)W + b`` for a frame's already aggregated features ``az`` [S, N, F_in] -> [S, N, F_out]:
+        one GEMM on the row-stacked features (PiPAD's parallel update; the weight is read once for the
+        S snapshots). The frame path always aggregates first, the order that lets ``ÂX`` be reused."""
+        s, n, f = az.shape
+        w = self.weight if weight is None else weight
+        with section("nn_op"):
+            flat = az.reshape(s * n, f)
+            y = flat @ w if self.bias is None else torch.addmm(self.bias, flat, w)
+        return y.view(s, n, -1)
+
     def extra_repr(self) -> str:
         return f"{self.in_dim}, {self.out_dim}, bias={self.bias is not None}, order={self._order!r}"
 

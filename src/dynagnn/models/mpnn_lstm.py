@@ -55,6 +55,19 @@ class MPNNLSTM(StackedGNN):
         h2 = torch.relu(self.gcn2(adj, h1))
         return torch.cat([h1, h2, x] if self.embedding == "concat" else [h1, h2], dim=1)
 
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        return True
+
+    def frame_needs(self) -> set[str]:
+        return {"ax", "parts", "x"} if self.embedding == "concat" else {"ax", "parts"}
+
+    def spatial_frame(self, layer, frame, z):
+        # both GCN layers are state-free: ÂX reused, Â·H1 by the parallel aggregation, one GEMM each
+        h1 = torch.relu(self.gcn1.stacked_update(frame.ax))
+        h2 = torch.relu(self.gcn2.stacked_update(frame.aggregate(h1)))
+        return torch.cat([h1, h2, frame.x] if self.embedding == "concat" else [h1, h2], dim=2)
+
     def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 4)
 

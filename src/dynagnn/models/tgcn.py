@@ -25,6 +25,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dynagnn.graph import csr
+from dynagnn.timing import section
+
 from .base import DynamicGNN, State
 from .layers import GCNLayer
 
@@ -66,3 +69,56 @@ class TGCN(DynamicGNN):
             c = torch.tanh(self.lin_c(torch.cat([self.gcn_c(adj, x), r * h], dim=1)))
         h = u * h + (1 - u) * c
         return h, (h,)
+
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        return self.graph_input == "x"
+
+    def frame_needs(self) -> set[str]:
+        return {"ax"} if self.graph_input == "x" else {"x", "adjs"}
+
+    def frame_forward(self, frame, state: State):
+        """The frame's S steps with everything that does not read H batched (PiPAD's parallel GNN):
+
+        ``"x"``: the three graph convolutions and the X halves of the dense gate layers are one GEMM
+        on ``Â X`` [S·N, F] (the two linear maps folded into one [F, 3H] matrix); a step is then one
+        [N, H]x[H, 2H] product for u and r, one for c, and the gate arithmetic.
+        ``"xh"``: ``Â [X ‖ H] W = Â (X W_x + H W_h)``: the X W_x of every snapshot is one GEMM, a step
+        keeps its two aggregations of the state (no reuse: the first aggregation reads H).
+        """
+        (h,) = state
+        s, n, hd = frame.size, frame.num_nodes, self.hidden_dim
+        if self.graph_input == "xh":
+            f = self.in_dim
+            wg, wc = self.gates.weight, self.cand.weight
+            with section("nn_op"):
+                xw = (frame.x.reshape(s * n, f) @ torch.cat([wg[:f], wc[:f]], 1)).view(s, n, 3 * hd)
+            hs = []
+            with section("rnn"):
+                for i in range(s):
+                    adj = frame.adjacency(i)
+                    with section("graph_op"):
+                        g = csr.aggregate(adj, torch.addmm(xw[i, :, :2 * hd], h, wg[f:]))
+                    r, u = torch.sigmoid(g + self.gates.bias).chunk(2, dim=1)
+                    with section("graph_op"):
+                        c = csr.aggregate(adj, torch.addmm(xw[i, :, 2 * hd:], r * h, wc[f:]))
+                    h = torch.lerp(torch.tanh(c + self.cand.bias), h, u)
+                    hs.append(h)
+            return hs, (h,)
+        lins = (self.lin_u, self.lin_r, self.lin_c)
+        gcns = (self.gcn_u, self.gcn_r, self.gcn_c)
+        with section("nn_op"):
+            # [GCN_u ‖ GCN_r ‖ GCN_c](ÂX) followed by the X halves of lin_u, lin_r, lin_c, folded
+            wx = torch.block_diag(*(lin.weight[:, :hd].t() for lin in lins))                   # [3H, 3H]
+            w = torch.cat([g.weight for g in gcns], 1) @ wx                                    # [F, 3H]
+            b = torch.cat([g.bias for g in gcns]) @ wx + torch.cat([lin.bias for lin in lins])
+            p = torch.addmm(b, frame.ax.reshape(s * n, -1), w).view(s, n, 3 * hd)
+        wh_ur = torch.cat([self.lin_u.weight[:, hd:].t(), self.lin_r.weight[:, hd:].t()], 1)  # [H, 2H]
+        wh_c = self.lin_c.weight[:, hd:].t()
+        hs = []
+        with section("rnn"):
+            for i in range(s):
+                u, r = torch.sigmoid(torch.addmm(p[i, :, :2 * hd], h, wh_ur)).chunk(2, dim=1)
+                h = torch.lerp(torch.tanh(torch.addmm(p[i, :, 2 * hd:], r * h, wh_c)), h, u)
+                hs.append(h)
+        return hs, (h,)

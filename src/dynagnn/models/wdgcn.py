@@ -36,6 +36,17 @@ class WDGCN(StackedGNN):
     def spatial(self, layer: int, adj, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.gcn(adj, z))
 
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        return True
+
+    def frame_needs(self) -> set[str]:
+        return {"ax"}
+
+    def spatial_frame(self, layer, frame, z):
+        # ÂX from the reuse cache or the parallel aggregation, then one GEMM for the frame
+        return torch.relu(self.gcn.stacked_update(frame.ax))
+
     def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 2)
 

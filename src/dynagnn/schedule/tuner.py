@@ -201,3 +201,75 @@ def tune_frames(overlap, bytes_available: float, *, frame_size: int = 16, option
     rows = np.arange(F)
     return TunerPlan(int(frame_size), options, np.asarray(options, dtype=np.int64)[best], sp[rows, best],
                      memory_ok, stall, fallback)
+
+
+def partition_options(frame_size: int, options=OPTIONS) -> tuple[int, ...]:
+    """The S_per a frame of ``frame_size`` snapshots can take: the options up to it, and itself."""
+    s = int(frame_size)
+    return tuple(sorted({int(o) for o in options if int(o) <= s} | {s}))
+
+
+def frame_size_for(window: int, snapshot_bytes: float, bytes_available: float, cap: int = 16) -> int:
+    """S, the snapshots a frame holds: as many as fit ``bytes_available`` at ``snapshot_bytes`` each
+    (PiPAD's bound: N snapshots take at most N times one snapshot's memory), at most the window (a
+    frame never spans two windows) and ``cap`` (PiPAD's frame size, 16). At least 1."""
+    fit = int(bytes_available // max(float(snapshot_bytes), 1.0))
+    return max(1, min(int(window), int(cap), fit))
+
+
+class FrameTuner:
+    """PiPAD's run-time tuner for the frame engine (§4.4): S, then S_per for every frame, frozen.
+
+    ``stats(a, s) -> (overlap rate, bytes)``: the partitions of size s of the frame starting at
+    snapshot a (their mean overlap rate and the bytes they move). ``frame_size``: S fixed by hand
+    (``--frame-size``); None: the first epoch is a profiling epoch that runs one snapshot per frame
+    (PiPAD's preparing epochs), then :meth:`freeze` picks S from the memory bound. Each frame's S_per
+    is :func:`tune_frames` on that frame's row (overlap rates, memory, and once profiled the stall
+    check), decided the first time the frame is met and kept.
+    """
+
+    def __init__(self, stats, window: int, snapshot_bytes: float, bytes_available: float, *,
+                 frame_size: int | None = None, options=OPTIONS):
+        self.stats = stats
+        self.window = int(window)
+        self.snapshot_bytes = float(snapshot_bytes)
+        self.bytes_available = float(bytes_available)
+        self.options = tuple(int(o) for o in options)
+        self.fixed = frame_size is not None
+        self.frame_size = int(frame_size) if frame_size is not None else 1
+        self.frozen = self.fixed
+        self.compute_time: float | None = None
+        self.bytes_per_second: float | None = None
+        self._s_per: dict[tuple[int, int], int] = {}
+
+    def freeze(self, compute_time: float | None = None, bytes_per_second: float | None = None) -> int:
+        """End of the profiling epoch: S from the memory bound, the measured per-snapshot compute time
+        and feed bandwidth kept for the stall check. Returns S."""
+        if not self.frozen:
+            self.frame_size = frame_size_for(self.window, self.snapshot_bytes, self.bytes_available)
+            self.compute_time = compute_time
+            self.bytes_per_second = bytes_per_second
+            self.frozen = True
+        return self.frame_size
+
+    def s_per(self, a: int, size: int) -> int:
+        """S_per of the frame of ``size`` snapshots starting at snapshot ``a`` (decided once)."""
+        key = (int(a), int(size))
+        got = self._s_per.get(key)
+        if got is None:
+            got = self._s_per[key] = self._decide(*key)
+        return got
+
+    def _decide(self, a: int, size: int) -> int:
+        if size == 1:
+            return 1
+        opts = partition_options(size, self.options)
+        rows = [self.stats(a, s) if s > 1 else (1.0, 0) for s in opts]
+        overlap = np.array([[r[0] for r in rows]])
+        kw = {}
+        if self.compute_time and self.bytes_per_second:
+            kw = {"transfer_time": np.array([[r[1] / self.bytes_per_second for r in rows]]),
+                  "compute_time": np.array([self.compute_time])}
+        plan = tune_frames(overlap, self.bytes_available, frame_size=size, options=opts,
+                           snapshot_bytes=np.array([self.snapshot_bytes]), **kw)
+        return int(plan.s_per[0])

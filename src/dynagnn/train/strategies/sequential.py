@@ -5,6 +5,10 @@ snapshots in order; with ``checkpoint_blocks`` > 1 the window is cut into ESDG t
 (:mod:`dynagnn.train.checkpoint`). Snapshots come from the feeder, in full or as graph differences.
 A step of B windows back-propagates each window's loss / B as soon as it is computed, so memory
 holds one window's activations whatever B is.
+
+With ``pipeline`` "on" this is PiPAD's "-A" (PyGT-A): a producer thread (:mod:`dynagnn.train.pipeline`)
+feeds snapshot t+1 (on a GPU through a side stream from pinned memory) while snapshot t computes; the
+consumer's wait is the exposed ``transfer``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import torch
 from dynagnn.errors import ConfigError
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
+from dynagnn.train.pipeline import Prefetcher, bytes_only
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
 
@@ -30,6 +35,10 @@ class Sequential(Strategy):
             raise ConfigError(f"the sequential strategy runs on 1 worker, not {workers}: use "
                               "--strategy vertex or snapshot for several")
 
+    @staticmethod
+    def run_options(config) -> dict:
+        return {**Strategy.run_options(config), "pipeline": config.pipeline}
+
     def setup(self, run: Run) -> None:
         super().setup(run)
         o = run.options
@@ -38,12 +47,28 @@ class Sequential(Strategy):
         capacity = None
         if self.checkpoint_blocks > 1:
             capacity = math.ceil(run.window / self.checkpoint_blocks) + 1
-        self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device,
-                                     o.get("transfer", "full"), capacity, run.timer)
+        pipelined = o.get("pipeline", "auto") == "on"
+        # a pipelined feeder runs in the producer thread: it counts bytes, the consumer times the wait
+        self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device, o.get("transfer", "full"),
+                                     capacity, bytes_only(run.timer) if pipelined else run.timer)
+        self.prefetch = Prefetcher(self.feeder.get, device=run.device, timer=run.timer) if pipelined else None
         self.model = run.model
 
+    def start_epoch(self, epoch: int) -> None:
+        if self.prefetch is not None:
+            self.prefetch.take_stats()
+            steps = self.steps(self.run.train_ends, self.run.batch_windows)
+            self.prefetch.schedule([t for s in steps for ts in self.run.windows(s) for t in ts])
+
+    def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
+        if self.prefetch is None:
+            return {}
+        self.prefetch.close()
+        p = self.prefetch.take_stats()
+        return {"transfer_exposed_s": p["exposed_s"], "transfer_hidden_s": p["hidden_s"]}
+
     def _step(self, t: int, state):
-        adj, x = self.feeder.get(t)
+        adj, x = self.prefetch.get(t) if self.prefetch is not None else self.feeder.get(t)
         # the model step outside its GCN operators is the recurrent part: gates, cells, weight evolution
         with section("rnn"):
             return self.model.step(adj, x, state)
