@@ -86,6 +86,15 @@ class TrainConfig:
     workers: int = 1
     partitioner: str = "metis"
     plan: str | None = None
+    event_batch: int = 200
+    memory_dim: int = 100
+    time_dim: int = 100
+    neighbors: int = 10
+    event_negatives: int = 100
+    frame_size: int | None = None
+    frame_reuse: str = "on"
+    pipeline: str = "auto"
+    frame_memory_mb: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "train") -> "TrainConfig":
@@ -100,6 +109,10 @@ class TrainConfig:
         """What must match for a checkpoint to be loadable into this run: model shape, task, data."""
         keys = {"model": self.model, "task": self.task, "hidden": self.hidden, "in_dim": in_dim,
                 "store": store_checksum}
+        from dynagnn.models.tgnn import TGNN_MODELS
+
+        if self.model in TGNN_MODELS:  # an event model's widths are these, not hidden
+            keys.update(memory_dim=self.memory_dim, time_dim=self.time_dim)
         return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:16]
 
 
