@@ -200,8 +200,9 @@ def _parser() -> argparse.ArgumentParser:
                                     "from the flags below, which win.")
     tr.add_argument("store", type=Path, help="the snapshot store (a .zarr directory)")
     tr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs")
-    tr.add_argument("--model", help="a model of dynagnn.models.MODELS: tgcn (default), evolvegcn_o, evolvegcn_h, "
-                                      "wdgcn, mpnn_lstm, gcrn, cdgcn, tmgcn")
+    tr.add_argument("--model", help="a model of dynagnn.models.ALL_MODELS: tgcn (default), evolvegcn_o, evolvegcn_h, "
+                                      "wdgcn, mpnn_lstm, gcrn, cdgcn, tmgcn; on a store with events tgn, jodie, "
+                                      "apan (with --strategy events)")
     tr.add_argument("--strategy", help="sequential (default), vertex or snapshot")
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
                                                  "whose WORLD_SIZE wins)")
@@ -220,6 +221,16 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--threads", type=int, help="torch intra-op threads per worker process (default: one "
                                                  "process: torch's choice; several: the cores divided among them)")
     tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
+    tr.add_argument("--frame-size", type=int, help="frames strategy (PiPAD): snapshots per frame, S (default: "
+                                                    "tuned after a profiling epoch)")
+    tr.add_argument("--frame-reuse", help="frames strategy: on (default) or off, the reuse of the first "
+                                          "aggregation Â_t X_t across frames and epochs")
+    tr.add_argument("--pipeline", help="auto (default: on for frames, off for sequential), on or off: prepare "
+                                       "the next frame or snapshot while this one computes (PiPAD; sequential "
+                                       "with it is PiPAD's -A)")
+    tr.add_argument("--event-batch", type=int, help="event models (tgn, jodie, apan): events per batch (default 200)")
+    tr.add_argument("--memory-dim", type=int, help="event models: node-memory width (default 100)")
+    tr.add_argument("--neighbors", type=int, help="event models: most recent neighbours per endpoint (default 10)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
 
     cmp_ = sub.add_parser("compare", help="strategies side by side against the plan's predictions (BLAD Figs. 12, 15, 16)",
@@ -395,7 +406,9 @@ def cmd_schedule(args) -> None:
 
 
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
-               "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner")
+               "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner",
+               "event_batch", "memory_dim", "neighbors",
+               "frame_size", "frame_reuse", "pipeline")
 
 
 def _analysis_key(field: str) -> str:
