@@ -5,6 +5,9 @@
 - ``sequential``: one worker, one snapshot at a time (the PyTorch Geometric Temporal loop).
 - ``vertex``: vertices split by METIS or hash; halo exchange before every aggregation.
 - ``snapshot``: ESDG's split of a step's snapshots; two all-to-alls per layer.
+- ``events``: the event models (TGN, JODIE, APAN) on one worker, a step per batch of events.
+- ``frames``: PiPAD's frame engine on one worker: parallel aggregation over the snapshots of a frame,
+  inter-frame reuse of ``Â_t X_t``, a pipelined feed, the tuner deciding S at run time.
 - ``group``: BLAD's snapshot groups per worker, two co-located processes per worker with the
   planned split, a deferred-backward queue and the planned operator order; its baselines
   ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering).
@@ -14,13 +17,15 @@ from __future__ import annotations
 
 from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.events import EventStrategy
+from dynagnn.train.strategies.frames import Frames
 from dynagnn.train.strategies.group import BladEven, BladNM, GroupPipeline
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
 from dynagnn.train.strategies.vertex import VertexPartition
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
-                                                                   GroupPipeline, BladNM, BladEven)}
+                                                                   GroupPipeline, BladNM, BladEven, EventStrategy, Frames)}
 
 
 def strategy_class(name: str) -> type[Strategy]:
