@@ -95,6 +95,17 @@ class TrainConfig:
     frame_reuse: str = "on"
     pipeline: str = "auto"
     frame_memory_mb: float | None = None
+    fanouts: list = dataclasses.field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = 1000
+    cache_policy: str = "fifo"
+    cache_l1_mb: float = 64.0
+    cache_l2_mb: float = 256.0
+    order: str = "proximity"
+    samplers: int = 1
+    queue_depth: int = 4
+    stage_cores: dict | None = None
+    seed_fractions: list = dataclasses.field(default_factory=lambda: [0.7, 0.15, 0.15])
+    seed_partitioner: str = "bgl"
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "train") -> "TrainConfig":
