@@ -11,6 +11,9 @@
 - ``group``: BLAD's snapshot groups per worker, two co-located processes per worker with the
   planned split, a deferred-backward queue and the planned operator order; its baselines
   ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering).
+- ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
+  cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
+  baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.strategies.events import EventStrategy
 from dynagnn.train.strategies.frames import Frames
 from dynagnn.train.strategies.group import BladEven, BladNM, GroupPipeline
+from dynagnn.train.strategies.sampled import Sampled, SampledNoCache, SampledRandom, SampledStatic
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
 from dynagnn.train.strategies.vertex import VertexPartition
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
-                                                                   GroupPipeline, BladNM, BladEven, EventStrategy, Frames)}
+                                                                   GroupPipeline, BladNM, BladEven, EventStrategy, Frames,
+                                                                   Sampled, SampledNoCache, SampledStatic, SampledRandom)}
 
 
 def strategy_class(name: str) -> type[Strategy]:
