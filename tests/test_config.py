@@ -98,7 +98,7 @@ def test_load_config_refuses_a_duplicate_key(tmp_path):
 
 
 @pytest.mark.parametrize("train, message", [
-    ({"model": "tgnc"}, r"train\.model: unknown model 'tgnc' \(did you mean 'tgcn'\?\); known: tgcn, "),
+    ({"model": "tgcm"}, r"train\.model: unknown model 'tgcm' \(did you mean 'tgcn'\?\); known: tgcn, "),
     ({"strategy": "vertx"}, r"train\.strategy: unknown strategy 'vertx' \(did you mean 'vertex'\?\)"),
     ({"runs": [{"dataset": "a", "strategies": ["sequential", "nope"]}]}, r"train\.runs\.0\.strategies\.1: unknown strategy 'nope'"),
     ({"runs": [{"dataset": "a", "models": ["wdgnc"]}]}, r"train\.runs\.0\.models\.0: 'wdgnc' is not one of .*did you mean 'wdgcn'"),

@@ -1,7 +1,7 @@
 """Each list of names has one source; where a static file must repeat it (the config schema, which
 Snakemake validates against; the rules), these tests fail when the copy drifts from the source.
 
-- models: ``dynagnn.models.MODELS``;
+- models: ``dynagnn.models.MODELS`` (the train runs: ``ALL_MODELS``, with the event and sampled models);
 - training options and their defaults: the fields of ``dynagnn.train.engine.TrainConfig``;
 - analyses and their settings: ``dynagnn.analysis.stage.ANALYSES`` and ``AnalysisOptions``.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dynagnn.analysis.stage import ANALYSES, AnalysisOptions
 from dynagnn.config import load_schema
-from dynagnn.models import MODELS
+from dynagnn.models import ALL_MODELS, MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,8 @@ def test_schema_lists_the_registered_models():
     enums = _model_enums(load_schema())
     assert enums, "the schema lists no models"
     for path, enum in enums.items():
-        assert sorted(enum) == sorted(MODELS), f"schema {path}: {enum} is not dynagnn.models.MODELS"
+        want, name = (ALL_MODELS, "ALL_MODELS") if ".train." in path else (MODELS, "MODELS")
+        assert sorted(enum) == sorted(want), f"schema {path}: {enum} is not dynagnn.models.{name}"
 
 
 def test_schema_train_section_is_trainconfig():

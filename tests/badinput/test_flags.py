@@ -92,7 +92,7 @@ ROWS = [
                  id="train-device-index-absent"),
     pytest.param(train("--options", '{"device": "cuda:99"}'), r"--options device cuda:99: this machine has",
                  id="train-options-device-absent"),
-    pytest.param(train("--model", "tgnc"), r"--model: unknown model 'tgnc' \(did you mean 'tgcn'\?\); known: tgcn",
+    pytest.param(train("--model", "tgcm"), r"--model: unknown model 'tgcm' \(did you mean 'tgcn'\?\); known: tgcn",
                  id="train-model-unknown"),
     pytest.param(train("--strategy", "vertx"), r"--strategy: unknown strategy 'vertx' \(did you mean 'vertex'\?\)",
                  id="train-strategy-unknown"),
@@ -171,7 +171,7 @@ ROWS = [
                  id="profile-grid-unknown"),
     pytest.param(profile("--hidden", "16", "0"), r"--hidden: 0 is less than the minimum of 1", id="profile-hidden-0"),
     pytest.param(profile("--widths", "0"), r"argument --widths: 0: must be greater than 0", id="profile-widths-0"),
-    pytest.param(profile("--models", "tgnc"), r"--models: 'tgnc' is not one of .*\(did you mean 'tgcn'\?\)",
+    pytest.param(profile("--models", "tgcm"), r"--models: 'tgcm' is not one of .*\(did you mean 'tgcn'\?\)",
                  id="profile-model-unknown"),
     # ingest
     pytest.param(lambda tmp, s: ["ingest", "--spec", "{}", "--dataset", "x", "--out", str(tmp / "s.zarr"),

@@ -18,9 +18,14 @@ from .mpnn_lstm import MPNNLSTM
 from .tgcn import TGCN
 from .tmgcn import TMGCN
 from .wdgcn import WDGCN
+from .sage import SAMPLED_MODELS
+from .tgnn import TGNN_MODELS
 
 MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN,
                                                                   CDGCN, TMGCN)}
+# every name the config's model key takes: the snapshot models, the event models (models.tgnn) and the
+# sampled static GNNs (models.sage)
+ALL_MODELS: dict[str, type] = {**MODELS, **TGNN_MODELS, **SAMPLED_MODELS}
 
 
 def model_class(name: str) -> type[DynamicGNN]:
@@ -36,6 +41,6 @@ def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
     return model_class(name)(in_dim, hidden_dim, **kw)
 
 
-__all__ = ["MODELS", "build_model", "model_class", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
+__all__ = ["MODELS", "ALL_MODELS", "TGNN_MODELS", "build_model", "model_class", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
            "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN", "CDGCN", "TMGCN",
            "LinkPredictor", "NodeClassifier", "NodeRegressor"]

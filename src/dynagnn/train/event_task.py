@@ -61,6 +61,7 @@ class EventLinkTask:
     """
 
     name = "link"
+    unit = "event batch"
     primary = "ap"
     maximize = True
 

@@ -22,6 +22,8 @@ the full pass left it.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -30,9 +32,9 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph.sample import TemporalNeighbors
 from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
-from dynagnn.timing import PhaseTimer, section
+from dynagnn.timing import section
 from dynagnn.train.event_task import EventLinkTask, link_metrics
-from dynagnn.train.strategies.base import Strategy
+from dynagnn.train.strategies.base import Run, Strategy
 
 
 def edge_features(events) -> np.ndarray | None:
@@ -68,31 +70,53 @@ class EventStrategy(Strategy):
         if workers != 1:
             raise ConfigError(f"the events strategy runs on 1 worker, not {workers}")
 
-    def build(self, store, config, timer: PhaseTimer | None = None, device="cpu") -> None:
-        """Task, model, head, memory and samplers of ``store``'s event stream (``config``: a
-        TrainConfig-like object with model, seed, lr-independent options event_batch, memory_dim,
-        time_dim, neighbors, eval_negatives)."""
+    @classmethod
+    def build_model(cls, config, in_dim: int, num_nodes: int = 1, **kw) -> torch.nn.Module:
+        """The event model ``config.model`` for ``num_nodes`` nodes and ``in_dim`` edge features
+        (preflight builds one of 1 node to check the run)."""
         c = config
         if c.model not in TGNN_MODELS:
-            raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not {c.model!r}")
+            raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not "
+                              f"{c.model!r} (a snapshot model: use --strategy sequential)")
+        return build_tgnn(c.model, num_nodes, in_dim, c.memory_dim, c.time_dim, c.neighbors, **kw)
+
+    @classmethod
+    def prepare(cls, store, config, ctx, comm, timer) -> Run:
+        """The event run: the task over the store's (time-ordered) event stream and its split into
+        batch units, the edge features (``Run.features``: float32 [E, d_e] or None), the model and
+        the edge-scoring head."""
+        c = config
+        if c.task not in ("auto", "link"):
+            raise ConfigError(f"task {c.task!r}: the event models predict links (task auto or link)")
+        t0 = time.perf_counter()
         events = store.events()
-        self.device = torch.device(device)
-        self.timer = timer or PhaseTimer(self.device)
-        self.task = task = EventLinkTask(events, store.num_nodes, c.event_batch, c.eval_negatives, c.seed,
-                                         path=str(store.path))
+        task = EventLinkTask(events, store.num_nodes, c.event_batch, c.event_negatives, c.seed,
+                             path=str(store.path))
         feats = edge_features(events)
-        self.efeat = None if feats is None else torch.from_numpy(feats).to(self.device)
-        tr = task.train_events
-        shift, scale = memory_age_stats(task.src[tr], task.dst[tr], task.t[tr])
-        extra = {"dt_shift": shift, "dt_scale": scale} if c.model == "jodie" else {}
-        self.model = build_tgnn(c.model, store.num_nodes, 0 if feats is None else feats.shape[1], c.memory_dim,
-                                c.time_dim, c.neighbors, **extra).to(self.device)
-        self.head = LinkPredictor(self.model.out_dim).to(self.device)
+        load_seconds = time.perf_counter() - t0
+        in_dim = 0 if feats is None else int(feats.shape[1])
+        extra = {}
+        if c.model == "jodie":
+            tr = task.train_events
+            shift, scale = memory_age_stats(task.src[tr], task.dst[tr], task.t[tr])
+            extra = {"dt_shift": shift, "dt_scale": scale}
+        model = cls.build_model(c, in_dim, store.num_nodes, **extra).to(ctx.device)
+        head = LinkPredictor(model.out_dim).to(ctx.device)
+        return Run(store, task, model, head, timer, ctx, comm, features=feats, options=cls.run_options(c),
+                   split=task.split, in_dim=in_dim, load_seconds=load_seconds)
+
+    def setup(self, run: Run) -> None:
+        """The memory, the samplers (training: the kept training events; evaluation: the whole
+        stream, of which a query sees only the past) and the edge features on the device."""
+        super().setup(run)
+        self.task, self.model, self.head, self.timer = run.task, run.model, run.head, run.timer
+        self.device = run.device
+        task, n = run.task, run.num_nodes
+        self.efeat = None if run.features is None else torch.from_numpy(run.features).to(self.device)
         self.memory = self.model.new_memory(self.device)
-        # training sees only the kept training events; evaluation the whole past
-        self.train_sampler = TemporalNeighbors(task.src[tr], task.dst[tr], task.t[tr], store.num_nodes,
-                                               event_ids=tr)
-        self.full_sampler = TemporalNeighbors(task.src, task.dst, task.t, store.num_nodes)
+        tr = task.train_events
+        self.train_sampler = TemporalNeighbors(task.src[tr], task.dst[tr], task.t[tr], n, event_ids=tr)
+        self.full_sampler = TemporalNeighbors(task.src, task.dst, task.t, n)
         self.epoch = 0
         self._pending: BatchOutput | None = None
 
@@ -112,9 +136,6 @@ class EventStrategy(Strategy):
             with section("mailbox"):
                 apply_writes(self.memory, self._pending)
             self._pending = None
-
-    def parameters(self):
-        return list(self.model.parameters()) + list(self.head.parameters())
 
     # ---- one batch ------------------------------------------------------------------------------
     def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
