@@ -78,6 +78,8 @@ class EventStrategy(Strategy):
         if c.model not in TGNN_MODELS:
             raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not "
                               f"{c.model!r} (a snapshot model: use --strategy sequential)")
+        if c.model in ("tgn", "apan") and c.memory_dim % 2:
+            raise ConfigError(f"memory_dim {c.memory_dim}: {c.model}'s 2 attention heads need an even width")
         return build_tgnn(c.model, num_nodes, in_dim, c.memory_dim, c.time_dim, c.neighbors, **kw)
 
     @classmethod

@@ -1,0 +1,96 @@
+"""The events strategy end to end on a small event store: the engine's outputs, the same metrics
+for two runs with one seed, no leak of an event into its own prediction, the task's split and
+negatives."""
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.data import discretize as D
+from dynagnn.data.store import open_store, write_store
+from dynagnn.data.types import RawGraph
+from dynagnn.models.tgnn import apply_writes
+from dynagnn.train.engine import TrainConfig, Trainer, train
+from dynagnn.train.event_task import EventLinkTask, link_metrics
+from tests.conftest import random_events
+
+
+def event_store(path, n_nodes=25, n_events=600, seed=0, weights=True):
+    ev = random_events(n_nodes=n_nodes, n_events=n_events, t_max=5000, seed=seed, weights=weights)
+    raw = RawGraph(num_nodes=n_nodes, node_ids=np.arange(n_nodes), events=ev, directed=True, name="ev")
+    snaps = D.build_snapshots(raw, by="time", width=1000, directed=True)
+    return write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=4), spec={"seed": seed})
+
+
+def config(model="tgn", **kw):
+    base = dict(model=model, strategy="events", event_batch=50, memory_dim=8, time_dim=4, neighbors=3,
+                event_negatives=5, epochs=2, lr=1e-3, threads=1)
+    return TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return event_store(tmp_path_factory.mktemp("ev") / "store.zarr")
+
+
+@pytest.mark.parametrize("model", ["tgn", "jodie", "apan"])
+def test_two_runs_with_one_seed_give_the_same_metrics(store, tmp_path, model):
+    m1, t1 = train(store, tmp_path / "a", config(model), progress=False)
+    m2, _ = train(store, tmp_path / "b", config(model), progress=False)
+    cols = [c for c in m1.columns if c.startswith(("val_", "test_")) or c == "loss"]
+    assert np.array_equal(m1[cols].to_numpy(), m2[cols].to_numpy(), equal_nan=True)
+    assert {"val_ap", "val_auc", "val_mrr", "test_ind_ap", "test_ind_mrr"} <= set(m1.columns)
+    assert {"sample", "memory", "embed", "backward", "mailbox", "optimizer"} <= set(t1["phase"])
+    assert (tmp_path / "a" / "model.pt").exists() and (tmp_path / "a" / "timings.parquet").exists()
+
+
+def test_no_event_reaches_its_own_prediction(store):
+    """Scores of a batch do not move when the batch's last event is changed (its edge feature,
+    carried by its message and by no earlier neighbour list), but later batches' scores do."""
+    def scores(bump):
+        tr = Trainer(store, config("tgn"), progress=False)
+        s = tr.strategy
+        if bump:
+            last = s.task.unit_events(1)[1][-1]
+            s.efeat[last] += 100.0
+        s.start_epoch(0)
+        tr.model.eval()
+        tr.head.eval()
+        out = []
+        with torch.no_grad():
+            for unit in s.task.split.train[:3]:
+                _, ev = s.task.unit_events(unit)
+                pos, neg, w = s._forward(ev, s.task.train_negatives(ev, 0, unit), s.train_sampler)
+                apply_writes(s.memory, w)
+                out.append(torch.cat([pos, neg.reshape(-1)]))
+        return out
+    a, b = scores(False), scores(True)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.allclose(a[2], b[2])
+
+
+def test_split_inductive_and_negatives(store):
+    st = open_store(store)
+    task = EventLinkTask(st.events(), st.num_nodes, 50, 5, seed=0)
+    t = task.t
+    q70, q85 = np.quantile(t, [0.7, 0.85])
+    assert (t[task.train_events] <= q70).all() and ((t[task.val_events] > q70) & (t[task.val_events] <= q85)).all()
+    assert (t[task.test_events] > q85).all()
+    hidden = set(task.hidden.tolist())
+    assert not any(task.src[i] in hidden or task.dst[i] in hidden for i in task.train_events)
+    seen = set(task.src[task.train_events]) | set(task.dst[task.train_events])
+    for i in np.concatenate([task.val_events, task.test_events]):
+        assert task.inductive[i] == (task.src[i] not in seen or task.dst[i] not in seen)
+    ev = task.unit_events(task.split.test[0])[1]
+    neg = task.eval_negatives_of("test", ev)
+    assert neg.shape == (ev.size, 5) and not (neg == task.dst[ev][:, None]).any()
+    assert np.array_equal(neg, EventLinkTask(st.events(), st.num_nodes, 50, 5, seed=0).eval_negatives_of("test", ev))
+
+
+def test_link_metrics_rank_ties_as_tgb():
+    pos = np.array([1.0, 0.5])
+    neg = np.array([[1.0, 0.0, 2.0], [0.1, 0.2, 0.3]])
+    m = link_metrics(pos, neg)
+    # positive 0: one above, one tied -> rank (1+1 + 1+2)/2 = 2.5; positive 1: rank 1
+    assert m["mrr"] == pytest.approx((1 / 2.5 + 1) / 2)
+    assert m["auc"] == pytest.approx(2.5 / 4)  # over all (pos, first neg) pairs, a tie counting 1/2
