@@ -1,0 +1,170 @@
+"""The frames strategy (PiPAD) computes the sequential strategy's step: the same loss, embeddings and
+every gradient for S = 1, 2, 4, 8, with the reuse cache and the pipeline on and off; reuse skips the
+first aggregation and its feed in later epochs; the tuner freezes S after a profiling epoch; a
+model whose first aggregation reads the state gets no reuse, says so, and is still exact."""
+
+import functools
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn import models
+from dynagnn.errors import ConfigError
+from dynagnn.models import TGCN
+from dynagnn.train.engine import TrainConfig, Trainer, train
+from dynagnn.train.strategies.frames import Frames, ReuseCache
+from dynagnn.train.strategies.sequential import Sequential
+
+from .conftest import small_store
+
+WINDOW = 8
+MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return small_store(tmp_path_factory.mktemp("frames") / "regress.zarr", labels="regress", num_snapshots=13)
+
+
+@pytest.fixture
+def model_name(request, monkeypatch):
+    """The registry key; "tgcn_x" is T-GCN with graph_input "x" (PyG Temporal's TGCN, PiPAD's T-GCN)."""
+    name = request.param
+    if name == "tgcn_x":
+        monkeypatch.setitem(models.MODELS, "tgcn", functools.partial(TGCN, graph_input="x"))
+        return "tgcn"
+    return name
+
+
+def trainer(store, model, **kw):
+    cfg = TrainConfig(**{"model": model, "hidden": 5, "window": WINDOW, "epochs": 1, "batch_windows": 2, **kw})
+    return Trainer(store, cfg, progress=False)
+
+
+def one_step(run, strategy):
+    """(loss, {param: grad}, embedding of the evaluation window) of the epoch's first step."""
+    for p in run.parameters():
+        p.grad = None
+    run.epoch = 1
+    strategy.start_epoch(1)
+    ends = strategy.steps(run.train_ends, run.batch_windows)[0]
+    loss = strategy.train_step(ends)
+    named = list(run.model.named_parameters()) + [("head." + k, p) for k, p in run.head.named_parameters()]
+    grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
+    with torch.no_grad():
+        h = strategy.embed(run.windows([run.split.val[0]])[0])
+    return loss, grads, h
+
+
+def frames_on(run, **options):
+    s = Frames()
+    run.options = {**run.options, "frame_reuse": "on", "pipeline": "on", **options}
+    s.setup(run)
+    return s
+
+
+def assert_same(got, ref):
+    loss, grads, h = got
+    rloss, rgrads, rh = ref
+    assert loss == pytest.approx(rloss, rel=1e-5)
+    assert grads.keys() == rgrads.keys() and grads
+    for k in rgrads:
+        torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-5, msg=k)
+    torch.testing.assert_close(h, rh, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model_name", MODELS, indirect=True)
+def test_frames_equal_sequential(store, model_name):
+    tr = trainer(store, model_name)
+    run = tr.run
+    ref = one_step(run, tr.strategy)
+    for S in (1, 2, 4, 8):
+        for reuse in ("on", "off"):
+            for pipeline in ("on", "off"):
+                s = frames_on(run, frame_size=S, frame_reuse=reuse, pipeline=pipeline)
+                assert_same(one_step(run, s), ref)
+                # again: every Â_t X_t now comes from the cache (the first step met partial misses)
+                assert_same(one_step(run, s), ref)
+                stats = s.engine.prefetch.take_stats()
+                assert (stats["prefetched"] > 0) == (pipeline == "on")
+                s.engine.close()
+
+
+@pytest.mark.parametrize("model_name", ["tgcn_x", "mpnn_lstm"], indirect=True)
+def test_reuse_skips_the_first_aggregation_and_its_feed(store, model_name):
+    """Epoch 0 aggregates each training snapshot's X once; epoch 1 none (without reuse: every window,
+    every epoch). With a device too small to keep every partition, epoch 1 feeds T-GCN "x" nothing
+    (it reads only ÂX), while MPNN-LSTM is fed its partitions for layer 2 as without reuse."""
+    kw = {"strategy": "frames", "frame_size": 4, "epochs": 2, "patience": 2, "frame_memory_mb": 0.1}
+    tr = trainer(store, model_name, **kw)
+    metrics, _ = tr.fit()
+    first = metrics["first_layer_aggregations"].tolist()
+    trained = {t for e in tr.split.train for t in range(e - WINDOW + 1, e + 1)}
+    assert first == [len(trained), 0]
+    m_off, _ = trainer(store, model_name, frame_reuse="off", **kw).fit()
+    assert m_off["first_layer_aggregations"].tolist() == [len(tr.split.train) * WINDOW] * 2
+    fed, fed_off = metrics["bytes_fed"].iloc[1], m_off["bytes_fed"].iloc[1]
+    assert fed_off > 0
+    assert fed == (0 if tr.model.frame_needs() == {"ax"} else fed_off)
+    np.testing.assert_allclose(metrics["loss"], m_off["loss"], rtol=1e-5)
+
+
+def test_tuner_freezes_after_a_profiling_epoch(store):
+    """No --frame-size: epoch 0 runs one snapshot per frame, then S is the window (memory allows) or
+    what a small memory bound allows; the loss curve is sequential's either way."""
+    ref, _ = trainer(store, "wdgcn", epochs=3, patience=3).fit()
+    got, _ = trainer(store, "wdgcn", strategy="frames", epochs=3, patience=3).fit()
+    assert got["frame_size"].tolist() == [WINDOW] * 3     # decided at the end of epoch 0
+    np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
+    tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
+    per = tr.strategy.engine.tuner.snapshot_bytes
+    tr.strategy.engine.tuner.bytes_available = 2.5 * per
+    small, _ = tr.fit()
+    assert small["frame_size"].tolist() == [2, 2]
+
+
+def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
+    tr = trainer(store, "gcrn")
+    ref = one_step(tr.run, tr.strategy)
+    with caplog.at_level(logging.INFO, logger="dynagnn.train.strategies.frames"):
+        s = frames_on(tr.run, frame_size=4)
+    assert not s.engine.reuse and "not reused" in caplog.text
+    assert_same(one_step(tr.run, s), ref)
+    s.engine.close()
+
+
+@pytest.mark.parametrize("model_name", ["tgcn", "evolvegcn_o"], indirect=True)
+def test_sequential_with_the_pipeline_is_sequential(store, model_name):
+    """PiPAD's -A: the producer feeds snapshot t+1 while t computes; the step is unchanged."""
+    tr = trainer(store, model_name)
+    ref = one_step(tr.run, tr.strategy)
+    s = Sequential()
+    tr.run.options = {**tr.run.options, "pipeline": "on"}
+    s.setup(tr.run)
+    assert_same(one_step(tr.run, s), ref)
+    assert s.prefetch.take_stats()["prefetched"] > 0
+    s.prefetch.close()
+
+
+def test_bounded_device_cache_keeps_the_frames_in_flight():
+    """Fewer device slots than snapshots: entries move host -> device in the order asked, the least
+    recently used one outside ``keep`` gives up its slot, and every view holds the host values."""
+    T, N, F = 6, 3, 2
+    c = ReuseCache(T, N, F, torch.device("cpu"), slots=3)
+    vals = torch.arange(T * N * F, dtype=torch.float32).reshape(T, N, F)
+    c.store([0, 1], vals[0:2], keep=set())
+    c.store([2], vals[2:3], keep={0, 1})
+    c.store([3, 4], vals[3:5], keep={3, 4})      # evicts 0 and 1 (2 was used last)
+    assert c.missing(range(T)) == [5] and not c.resident[0] and c.resident[2]
+    assert c.fetch([0], keep={3, 4}) == N * F * 4   # back from the host; 2 gives up its slot
+    assert not c.resident[2] and c.resident[3] and c.resident[4]
+    torch.testing.assert_close(c.view([3, 4, 0]), vals[[3, 4, 0]])
+
+
+def test_frames_refuse_what_they_cannot_run(store):
+    for kw, msg in [({"workers": 2}, "1 worker"), ({"checkpoint_blocks": 2}, "checkpoint_blocks 1"),
+                    ({"transfer": "diff"}, "transfer full")]:
+        with pytest.raises(ConfigError, match=msg):
+            train(store, "unused", TrainConfig(model="wdgcn", strategy="frames", window=WINDOW, **kw))
