@@ -231,6 +231,12 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--event-batch", type=int, help="event models (tgn, jodie, apan): events per batch (default 200)")
     tr.add_argument("--memory-dim", type=int, help="event models: node-memory width (default 100)")
     tr.add_argument("--neighbors", type=int, help="event models: most recent neighbours per endpoint (default 10)")
+    tr.add_argument("--fanouts", type=int, nargs="+", help="sampled strategies (BGL): neighbours per layer, the "
+                                                          "seeds' first (default 15 10 5)")
+    tr.add_argument("--batch-size", type=int, help="sampled strategies: seeds per mini-batch (default 1000)")
+    tr.add_argument("--cache-policy", help="sampled: fifo (default), static or none")
+    tr.add_argument("--order", help="sampled: proximity (default, BGL's BFS order) or random")
+    tr.add_argument("--samplers", type=int, help="sampled: sampler processes (default 1; 0 = in the fetch thread)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
 
     cmp_ = sub.add_parser("compare", help="strategies side by side against the plan's predictions (BLAD Figs. 12, 15, 16)",
@@ -408,7 +414,7 @@ def cmd_schedule(args) -> None:
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
                "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner",
                "event_batch", "memory_dim", "neighbors",
-               "frame_size", "frame_reuse", "pipeline")
+               "frame_size", "frame_reuse", "pipeline", "fanouts", "batch_size", "cache_policy", "order", "samplers")
 
 
 def _analysis_key(field: str) -> str:
