@@ -69,6 +69,20 @@ def test_no_event_reaches_its_own_prediction(store):
     assert not torch.allclose(a[2], b[2])
 
 
+def test_replay_rebuilds_the_memory_of_a_training_epoch(store):
+    """With weights that do not move (lr 0), replaying the training units leaves the memory and
+    mailbox a training epoch left (TGN's writes come from the GRU, which has no dropout)."""
+    tr = Trainer(store, config("tgn", lr=0.0), progress=False)
+    tr.train_epoch(0)
+    s = tr.strategy
+    s.after_step()
+    trained = s.memory.snapshot()
+    s.start_epoch(1)
+    s.replay(s.task.split.train)
+    for a, b in zip(trained, s.memory.snapshot()):
+        assert torch.allclose(a.double(), b.double(), atol=1e-6)
+
+
 def test_split_inductive_and_negatives(store):
     st = open_store(store)
     task = EventLinkTask(st.events(), st.num_nodes, 50, 5, seed=0)

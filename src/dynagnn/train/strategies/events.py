@@ -201,6 +201,20 @@ class EventStrategy(Strategy):
             return np.zeros(0), np.zeros((0, self.task.eval_negatives))
         return np.concatenate(pos_all), np.concatenate(neg_all)
 
+    @torch.no_grad()
+    def replay(self, units) -> None:
+        """Run the events of ``units`` through the memory and mailbox without scoring them: the
+        memory a checkpoint does not hold is rebuilt from its weights (training units, then an
+        evaluation as the engine's)."""
+        self.after_step()
+        self.model.eval()
+        for unit in units:
+            split, events = self.task.unit_events(unit)
+            sampler = self.train_sampler if split == "train" else self.full_sampler
+            _, _, out = self._forward(events, np.zeros((events.size, 0), dtype=np.int64), sampler)
+            with section("mailbox"):
+                apply_writes(self.memory, out)
+
     def evaluate(self, units) -> dict[str, float]:
         """AP, AUC, MRR of the units' events (one split), and the same on its inductive events
         (``ind_`` prefix), from the memory the previous pass left; the memory then holds the state
