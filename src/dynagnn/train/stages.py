@@ -187,6 +187,9 @@ class Pipeline:
                     self.procs.append(p)
                     self.tasks.append(tasks)
                     self.outs.append(out)
+            for i in range(len(self.procs)):   # started (torch imported) before any epoch is timed
+                self.tasks[i].put("times")
+                self._get(i, threading.Event())
         if self.cores.get("train"):
             pin(self.cores["train"])
             torch.set_num_threads(len(self.cores["train"]))
