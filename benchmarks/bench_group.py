@@ -94,7 +94,7 @@ def _predicted_phases(path, predictor, plan) -> dict[str, float]:
     for g in groups:
         mult[g - WINDOW + 1:g + 1] += 1
     out = {"graph_op": 0.0, "nn_op": 0.0, "rnn": 0.0, "backward": 0.0,
-           "loss and head (timed, in other and backward)": float(sum(plan.meta.get("group_tail_s", {}).values()))}
+           "head": float(sum(plan.meta.get("group_tail_s", {}).values()))}
     ops = {role: op for op, role, *_ in calls.calls()}
     for col in bd.columns:
         role, _, direction = col.rpartition(".")
@@ -165,13 +165,14 @@ def main() -> dict:
     got = pd.DataFrame([r["phases"] for r in results["group 1x2"]]).median()
     print(f"  {'phase (both processes)':<24s} {'predicted s':>12s} {'measured s':>11s} {'error':>8s}")
     for phase, p in pred.items():
-        g = float(got.get(phase, got.get("other", 0.0) if phase.startswith("loss") else 0.0))
+        g = float(got.get(phase, 0.0))
         print(f"  {phase:<24s} {p:12.3f} {g:11.3f} {g / p - 1 if p else float('nan'):+8.1%}")
     rest = float(got.drop(labels=list(pred), errors="ignore").sum())
     print(f"  {'not modelled (sync, comm, other)':<24s} {0.0:12.3f} {rest:11.3f}")
     per_rank = results["group 1x2"][0]["per_rank"]
-    print("  group 1x2 by process (s per epoch; 'other' holds the loss, its negative sampling and the head, "
-          "which run on p2 and which the plan takes from head_costs, not from the cost model):")
+    print("  group 1x2 by process (s per epoch; 'head' is the task's loss, its negative sampling and the "
+          "head, forward and backward, which run on p2 and which the plan takes from head_costs, not "
+          "from the cost model):")
     print("  " + per_rank.rename(index={0: "p1", 1: "p2"}).round(3).to_string().replace("\n", "\n  "))
     return {"medians": med, "plan": s, "predicted_phases": pred, "measured_phases": got.to_dict(),
             "per_process": per_rank.to_dict()}

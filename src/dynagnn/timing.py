@@ -3,11 +3,13 @@
 Phases (DESIGN.md): ``load`` (store to host), ``transfer`` (host to device), ``graph_op``
 (aggregation), ``nn_op`` (dense update), ``rnn`` (the rest of a model step: gates, recurrent
 cells, EvolveGCN's weight evolution, activations),
-``backward``, ``optimizer``, and for multi-worker strategies ``communication`` and ``sync_wait``.
+``head`` (the task's loss and head, forward and backward, down to the gradient of the embeddings),
+``backward`` (the model's backward), ``optimizer``, and for multi-worker strategies
+``communication`` and ``sync_wait``.
 Event models (TGN, JODIE, APAN) add ``sample`` (temporal neighbour sampling and the batch's unique
 ids), ``memory`` (memory and mailbox read and memory update), ``embed`` (embedding module and edge
 scores) and ``mailbox`` (the batch's memory and mail written back).
-``other`` collects the rest of an epoch (heads, losses, bookkeeping), so that the phases of an epoch
+``other`` collects the rest of an epoch (bookkeeping), so that the phases of an epoch
 add up to its wall time.
 
 Nesting is exclusive: T-GCN's graph convolutions run inside its GRU gates, so time spent in
@@ -30,7 +32,7 @@ from collections import defaultdict
 
 import torch
 
-PHASES = ("load", "transfer", "graph_op", "nn_op", "rnn", "sample", "memory", "embed", "backward",
+PHASES = ("load", "transfer", "graph_op", "nn_op", "rnn", "sample", "memory", "embed", "head", "backward",
           "optimizer", "mailbox", "communication", "sync_wait", "other")
 
 _active: contextvars.ContextVar["PhaseTimer | None"] = contextvars.ContextVar("dynagnn_timer", default=None)

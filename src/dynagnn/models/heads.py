@@ -19,6 +19,11 @@ class LinkPredictor(nn.Module):
     ``forward(h, pairs)``: ``h`` [N, D], ``pairs`` [2, E] (source row, target row) int64 -> logits [E].
     The MLP is 2D -> hidden -> 1 with ReLU (hidden defaults to D). Not symmetric in (u, v), as the
     original, so directed links are scored directionally.
+
+    With more pairs than nodes (a snapshot's every edge and its negatives), the first layer is
+    applied per node, not per pair: ``W [h_u ‖ h_v] + b = (h W_uᵀ)[u] + (h W_vᵀ)[v] + b``, the same
+    sum reassociated, with N instead of E rows through the GEMM forward and backward (on a 5,000-node
+    snapshot of 33,000 links, 13x fewer rows).
     """
 
     def __init__(self, dim: int, hidden: int | None = None):
@@ -26,7 +31,12 @@ class LinkPredictor(nn.Module):
         self.mlp = _mlp(2 * dim, hidden or dim, 1)
 
     def forward(self, h: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        return self.mlp(torch.cat([h[pairs[0]], h[pairs[1]]], dim=1)).squeeze(-1)
+        first, rest = self.mlp[0], self.mlp[1:]
+        if pairs.shape[1] <= h.shape[0]:
+            return self.mlp(torch.cat([h[pairs[0]], h[pairs[1]]], dim=1)).squeeze(-1)
+        w_u, w_v = first.weight.split(h.shape[1], dim=1)
+        z = (h @ w_u.t())[pairs[0]] + (h @ w_v.t())[pairs[1]] + first.bias
+        return rest(z).squeeze(-1)
 
 
 class NodeClassifier(nn.Module):

@@ -34,6 +34,7 @@ builds its own run and evaluates it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 import time
 from typing import Any, Sequence
 
@@ -181,10 +182,28 @@ class Strategy:
         run = self.run
         total = 0.0
         for t, ts in zip(ends, run.windows(ends)):
-            loss = run.task.loss(run.head, self.embed(ts), t, run.epoch) / len(ends)
-            if not torch.isfinite(loss):
-                return float(loss.detach())
-            with run.timer.phase("backward"):
-                (loss * scale if scale != 1.0 else loss).backward()
-            total += float(loss.detach())
+            h = self.embed(ts)
+            loss, grad = head_backward(run, h, t, 1.0 / len(ends), scale)
+            if not math.isfinite(loss):
+                return loss
+            if grad is not None:
+                with run.timer.phase("backward"):
+                    h.backward(grad)
+            total += loss
         return total
+
+
+def head_backward(run: Run, h: torch.Tensor, t: int, weight: float = 1.0,
+                  scale: float = 1.0) -> tuple[float, torch.Tensor | None]:
+    """The task's loss of the embeddings ``h`` [N, H] at ``t`` times ``weight`` (1/B in a step of B
+    windows), its head's part of the backward done (the head's parameter gradients accumulated,
+    times ``scale``), timed as ``head``. Returns (that loss, d(loss·scale)/dh or None when the loss
+    does not depend on h); the caller back-propagates the gradient through the model, so the two
+    parts of the backward are timed apart and a strategy can run the model's part where it likes."""
+    with run.timer.phase("head"):
+        leaf = h.detach().requires_grad_(h.requires_grad)
+        loss = run.task.loss(run.head, leaf, t, run.epoch) * weight
+        value = float(loss.detach())
+        if loss.requires_grad and math.isfinite(value):
+            (loss * scale if scale != 1.0 else loss).backward()
+    return value, leaf.grad

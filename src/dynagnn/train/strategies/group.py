@@ -62,7 +62,7 @@ from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_ranges
 from dynagnn.timing import trace_segments
-from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
@@ -316,12 +316,13 @@ class GroupPipeline(Strategy):
             h = None
             for s in run.windows([t])[0][self.split[t]:]:
                 h, state = self.local._step(s, state)
-            loss = run.task.loss(run.head, h, t, run.epoch) / batch
-            with run.timer.phase("backward"):
-                loss.backward()
+            loss, grad_h = head_backward(run, h, t, 1.0 / batch)
+            if grad_h is not None:
+                with run.timer.phase("backward"):
+                    h.backward(grad_h)
             grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
             sends.append((run.comm.isend(self._wire(grad), self.partner, "handoff.backward"), grad))
-            total += float(loss.detach())
+            total += loss
         for work, _ in sends:
             work.wait()
         return total

@@ -40,7 +40,7 @@ from dynagnn.models.base import StackedGNN
 from dynagnn.models.evolvegcn import EvolveGCNO
 from dynagnn.splits import even_sizes
 from dynagnn.timing import section
-from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
 
@@ -193,13 +193,19 @@ class SnapshotPartition(Strategy):
         run = self.run
         windows = run.windows(ends)
         embeddings, held = self._forward(windows)
-        local = held.sum() * 0.0
+        # one backward call through the all-to-alls (every worker joins it), after the heads' parts
+        outputs, grads, local = [held.sum() * 0.0], [None], 0.0
         for w, h in embeddings.items():
-            local = local + run.task.loss(run.head, h, ends[w], run.epoch) / len(ends)
-        value = local.detach().clone()
-        if local.requires_grad:  # False only for EvolveGCN-O on a worker without items
+            loss, grad = head_backward(run, h, ends[w], 1.0 / len(ends))
+            local += loss
+            if grad is not None:
+                outputs.append(h)
+                grads.append(grad)
+        value = torch.tensor(local)
+        if outputs[0].requires_grad or len(outputs) > 1:  # none only for EvolveGCN-O on a worker without items
             with run.timer.phase("backward"):
-                local.backward()
+                torch.autograd.backward([o for o in outputs if o.requires_grad],
+                                        [g for o, g in zip(outputs, grads) if o.requires_grad])
         run.comm.all_reduce(value, "loss")
         run.comm.all_reduce_grads(run.parameters())
         return float(value)
