@@ -86,6 +86,7 @@ class TrainConfig:
     workers: int = 1
     partitioner: str = "metis"
     plan: str | None = None
+    replan: bool = True
     event_batch: int = 200
     memory_dim: int = 100
     time_dim: int = 100
