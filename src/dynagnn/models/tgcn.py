@@ -91,34 +91,44 @@ class TGCN(DynamicGNN):
         if self.graph_input == "xh":
             f = self.in_dim
             wg, wc = self.gates.weight, self.cand.weight
+            x = frame.x.reshape(s * n, f)
             with section("nn_op"):
-                xw = (frame.x.reshape(s * n, f) @ torch.cat([wg[:f], wc[:f]], 1)).view(s, n, 3 * hd)
+                # one tensor per step (unbind): a step's slice of a frame-wide tensor would cost a
+                # frame-wide zero gradient in the backward pass, S times
+                xg = (x @ wg[:f]).view(s, n, 2 * hd).unbind(0)
+                xc = (x @ wc[:f]).view(s, n, hd).unbind(0)
             hs = []
             with section("rnn"):
                 for i in range(s):
                     adj = frame.adjacency(i)
                     with section("graph_op"):
-                        g = csr.aggregate(adj, torch.addmm(xw[i, :, :2 * hd], h, wg[f:]))
+                        g = csr.aggregate(adj, torch.addmm(xg[i], h, wg[f:]))
                     r, u = torch.sigmoid(g + self.gates.bias).chunk(2, dim=1)
                     with section("graph_op"):
-                        c = csr.aggregate(adj, torch.addmm(xw[i, :, 2 * hd:], r * h, wc[f:]))
+                        c = csr.aggregate(adj, torch.addmm(xc[i], r * h, wc[f:]))
                     h = torch.lerp(torch.tanh(c + self.cand.bias), h, u)
                     hs.append(h)
             return hs, (h,)
         lins = (self.lin_u, self.lin_r, self.lin_c)
         gcns = (self.gcn_u, self.gcn_r, self.gcn_c)
+        ax = frame.ax.reshape(s * n, -1)
         with section("nn_op"):
-            # [GCN_u ‖ GCN_r ‖ GCN_c](ÂX) followed by the X halves of lin_u, lin_r, lin_c, folded
-            wx = torch.block_diag(*(lin.weight[:, :hd].t() for lin in lins))                   # [3H, 3H]
-            w = torch.cat([g.weight for g in gcns], 1) @ wx                                    # [F, 3H]
-            b = torch.cat([g.bias for g in gcns]) @ wx + torch.cat([lin.bias for lin in lins])
-            p = torch.addmm(b, frame.ax.reshape(s * n, -1), w).view(s, n, 3 * hd)
+            # GCN_*(ÂX) followed by the X half of lin_*, folded into one [F, H] map per gate; u and r
+            # share one GEMM. One tensor per step (unbind), not a slice of a frame-wide one per step
+            # (whose backward would write a frame-wide zero gradient, S times)
+            w, b = [], []
+            for g, lin in zip(gcns, lins):
+                wx = lin.weight[:, :hd].t()                                                # [H, H]
+                w.append(g.weight @ wx)
+                b.append(g.bias @ wx + lin.bias)
+            p_ur = torch.addmm(torch.cat(b[:2]), ax, torch.cat(w[:2], 1)).view(s, n, 2 * hd).unbind(0)
+            p_c = torch.addmm(b[2], ax, w[2]).view(s, n, hd).unbind(0)
         wh_ur = torch.cat([self.lin_u.weight[:, hd:].t(), self.lin_r.weight[:, hd:].t()], 1)  # [H, 2H]
         wh_c = self.lin_c.weight[:, hd:].t()
         hs = []
         with section("rnn"):
             for i in range(s):
-                u, r = torch.sigmoid(torch.addmm(p[i, :, :2 * hd], h, wh_ur)).chunk(2, dim=1)
-                h = torch.lerp(torch.tanh(torch.addmm(p[i, :, 2 * hd:], r * h, wh_c)), h, u)
+                u, r = torch.sigmoid(torch.addmm(p_ur[i], h, wh_ur)).chunk(2, dim=1)
+                h = torch.lerp(torch.tanh(torch.addmm(p_c[i], r * h, wh_c)), h, u)
                 hs.append(h)
         return hs, (h,)
