@@ -45,7 +45,8 @@ def test_schema_train_section_is_trainconfig():
     from dynagnn.train.engine import TrainConfig
 
     props = {k: v for k, v in load_schema()["properties"]["train"]["properties"].items() if k != "runs"}
-    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    fields = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
+              for f in dataclasses.fields(TrainConfig)}
     assert set(props) == set(fields), (f"only in the schema's train section: {sorted(set(props) - set(fields))}; "
                                        f"only in TrainConfig: {sorted(set(fields) - set(props))}")
     for name, default in fields.items():
