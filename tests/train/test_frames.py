@@ -168,3 +168,15 @@ def test_frames_refuse_what_they_cannot_run(store):
                     ({"transfer": "diff"}, "transfer full")]:
         with pytest.raises(ConfigError, match=msg):
             train(store, "unused", TrainConfig(model="wdgcn", strategy="frames", window=WINDOW, **kw))
+
+
+def test_fused_tgcn_recurrence_gradients():
+    """T-GCN "x"'s hand-written frame recurrence: every input's gradient (the incoming state's too,
+    which BLAD's p2 hands back to p1) checked numerically in float64."""
+    from dynagnn.models.tgcn import _GRURecurrence
+
+    g = torch.Generator().manual_seed(0)
+    S, N, H = 3, 4, 2
+    args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
+            for shape in ((S, N, 2 * H), (S, N, H), (N, H), (H, 2 * H), (H, H))]
+    assert torch.autograd.gradcheck(_GRURecurrence.apply, args)
