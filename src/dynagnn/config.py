@@ -181,15 +181,19 @@ def schedule_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (dataset, model, workers) the schedule stage plans, with its window, hidden width and task
     (whose training windows the plan covers).
 
-    ``schedule.runs`` null (the default): each distinct (dataset, model) of :func:`train_runs`, with
-    the window and hidden width of its first training run; else the listed pairs, whose window and
-    hidden default to the train section's."""
+    ``schedule.runs`` null (the default): each distinct (dataset, model) of :func:`train_runs` whose
+    model the schedule plans (a snapshot model: the schema's ``schedule.runs`` models, not an event or
+    sampled one), with the window and hidden width of its first training run; else the listed pairs,
+    whose window and hidden default to the train section's."""
     sched = cfg.get("schedule") or {}
     workers = sched.get("workers", [2, 4])
     section = cfg.get("train", {})
     pairs: dict[tuple[str, str], dict[str, int]] = {}
     if sched.get("runs") is None:
+        planned = set(schema_node("schedule.runs.items.models.items")["enum"])
         for run in train_runs(cfg):
+            if run["model"] not in planned:
+                continue
             opts = run["options"]
             pairs.setdefault((run["dataset"], run["model"]), {"window": int(opts.get("window", 4)),
                                                               "hidden": int(opts.get("hidden", 32)),

