@@ -2,6 +2,7 @@
 every gradient equal sequential's for the same windows; the deferred-backward queue reaches, and
 never passes, the plan's pipeline depth; the plan's operator order is set; bad plans are one line."""
 
+import copy
 import json
 import os
 import signal
@@ -19,10 +20,11 @@ from dynagnn.dist.testing import run_on
 from dynagnn.models import build_model
 from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
+from dynagnn.schedule.measured import measured_costs
 from dynagnn.schedule.plan import build_plan
 from dynagnn.train import engine
 from dynagnn.train.engine import TrainConfig, Trainer
-from dynagnn.train.strategies.group import training_ends
+from dynagnn.train.strategies.group import _Measured, training_ends
 
 from .conftest import small_store
 
@@ -39,7 +41,8 @@ def store(tmp_path_factory):
 
 def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None):
     """A plan from random per-snapshot and per-layer times (what the cost model would predict):
-    uneven loads, so the balanced and even plans differ and some layers get reordered."""
+    uneven loads, so the balanced and even plans differ and some layers get reordered. Its meta
+    records the per-snapshot predictions, as the schedule stage's do."""
     st = open_store(store_path)
     rng = np.random.default_rng(seed)
     T, L = st.num_snapshots, LAYERS[model]
@@ -47,7 +50,8 @@ def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None
     agg, upd, rnn = (rng.uniform(0.1, 1, (T, L)) for _ in range(3))
     ends = training_ends(st, window) if ends is None else ends
     plan = build_plan(fwd, 2 * fwd, group_len=window, num_workers=workers, dataset=st.attrs["name"], model=model,
-                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends)
+                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends,
+                      meta={"snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": (2 * fwd).tolist()})
     plan.save(path)
     return plan
 
@@ -170,6 +174,50 @@ def test_a_dead_partner_stops_the_job(store, tmp_path):
     with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
         launch(_train_and_die, 1, store, out, cfg, threads=1, timeout=60, procs_per_worker=2)
     assert not out.exists() or not any(out.iterdir())
+
+
+def _replan_then_step(ctx, comm, store_path, plan, ends):
+    """Epoch 0 measured, the re-plan, then a step by the new plan; and a run with replan off."""
+    tr = Trainer(store_path, config("wdgcn", "group", 1, plan=plan), progress=False, ctx=ctx, comm=comm)
+    tr.run.epoch = 0
+    tr.strategy.train_step(ends)
+    measured = copy.deepcopy(tr.strategy._measured.taken())
+    tr.strategy.epoch_metrics(0, 1.0)
+    tr.run.epoch = 1
+    tr.optimizer.zero_grad(set_to_none=True)
+    loss = tr.strategy.train_step(ends)
+    grads = {k: p.grad.clone() for k, p in list(tr.model.named_parameters()) + [("head." + k, p) for k, p in
+                                                                                tr.head.named_parameters()]}
+    off = Trainer(store_path, config("wdgcn", "group", 1, plan=plan, replan=False), progress=False, ctx=ctx, comm=comm)
+    off.strategy.train_step(ends)
+    off.strategy.epoch_metrics(0, 1.0)
+    return (measured, tr.strategy.replanned.to_dict(), dict(tr.strategy.split), loss, grads, tr.strategy._measured.on,
+            off.strategy.replanned, dict(off.strategy.split))
+
+
+def test_replan_from_measured_times(store, tmp_path):
+    """After the first epoch the split follows the times the two processes measured (every
+    training snapshot's forward, each part's backward, each group's head), the same on both; a step
+    by the new split still equals sequential's; with replan off the plan's split stays."""
+    st = open_store(store)
+    ends = training_ends(st, WINDOW)
+    plan = make_plan(store, "wdgcn", 1, tmp_path / "p.json", seed=3)
+    results = run_on(1, _replan_then_step, store, str(tmp_path / "p.json"), ends, procs_per_worker=2, timeout=300)
+    fwd, bwd, tails = _Measured.merge([r[0] for r in results])
+    assert sorted(fwd) == sorted({s for t in ends for s in range(t - WINDOW + 1, t + 1)})
+    assert all(len(v) == sum(s in range(t - WINDOW + 1, t + 1) for t in ends) for s, v in fwd.items())
+    assert sorted(tails) == ends and sorted(s for part, _ in bwd for s in part) == sorted(
+        s for t in ends for s in range(t - WINDOW + 1, t + 1))
+    f, b = measured_costs(fwd, bwd, plan.meta["snapshot_forward_s"], plan.meta["snapshot_backward_s"])
+    want = build_plan(f, b, group_len=WINDOW, num_workers=1, dataset=plan.dataset, model="wdgcn", groups=ends,
+                      tail=tails)
+    ref = one_step(store, config("wdgcn", "sequential", 1), ends)
+    for measured, replanned, split, loss, grads, on, off, off_split in results:
+        assert replanned["processes"][0]["splits"] == want.processes[0].splits.tolist()
+        assert split == dict(zip(ends, want.processes[0].splits.tolist()))
+        _check_equal((loss, grads), ref)
+        assert not on  # measured in the first epoch only
+        assert off is None and off_split == dict(zip(plan.processes[0].groups, plan.processes[0].splits.tolist()))
 
 
 def test_train_without_a_plan_plans_at_start(store, tmp_path):

@@ -142,7 +142,7 @@ class Strategy:
         """The training config's settings a strategy reads from ``Run.options``."""
         c = config
         return {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
-                "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "model": c.model, "hidden": c.hidden}
+                "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "replan": c.replan, "model": c.model, "hidden": c.hidden}
 
     def setup(self, run: Run) -> None:
         self.run = run

@@ -46,8 +46,10 @@ where BLAD uses a device memory pool. On CPU each process gets half of the worke
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import time
 from collections import deque
 from typing import Sequence
 
@@ -151,6 +153,7 @@ class GroupPipeline(Strategy):
     procs_per_worker = 2
     baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
     reorder = True  # set the plan's operator order
+    replan_measured = True  # after the first epoch, re-plan from measured times (option replan)
 
     @classmethod
     def check(cls, config, model, num_nodes, workers):
@@ -170,23 +173,17 @@ class GroupPipeline(Strategy):
         self.local = Sequential()
         self.local.setup(run)
         self.plan = self._plan(run)
-        groups = self.plan.baseline_groups if self.baseline else self.plan.groups
-        procs = self.plan.baseline_processes if self.baseline else self.plan.processes
-        self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
-        self.order = [[int(g) for g in gs] for gs in groups.workers]
-        self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
-        k = run.window
-        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k - 1}
-        if bad:
-            g, p = next(iter(bad.items()))
-            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k - 1} "
-                              "so that both processes run a snapshot")
+        self._follow(self.plan, self.baseline)
         self.p1 = ctx.rank % self.procs_per_worker == 0
         self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1
         self.via_host = ctx.device.type == "cuda" and ctx.backend == "gloo"
         self._state_layout(run)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
+        self.replan = self.replan_measured and bool(run.options.get("replan", True))
+        self.replanned: SchedulePlan | None = None
+        self._measured = _Measured()
+        self._measured.on = self.replan
         run.timer.trace = []  # operator timelines, for the measured overlap (epoch_metrics)
 
     # ------------------------------------------------------------------ plan
@@ -202,6 +199,52 @@ class GroupPipeline(Strategy):
         check_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends,
                    where=o.get("plan") or "the plan made at start")
         return plan
+
+    def _follow(self, plan: SchedulePlan, baseline: bool) -> None:
+        """Train by ``plan`` (its even baseline when ``baseline``): the groups per worker and this
+        worker's splits."""
+        ctx, k = self.run.ctx, self.run.window
+        groups = plan.baseline_groups if baseline else plan.groups
+        procs = plan.baseline_processes if baseline else plan.processes
+        self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
+        self.order = [[int(g) for g in gs] for gs in groups.workers]
+        self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
+        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k - 1}
+        if bad:
+            g, p = next(iter(bad.items()))
+            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k - 1} "
+                              "so that both processes run a snapshot")
+
+    def _replan(self) -> None:
+        """Collective: re-plan both levels from the times every process measured (rank 0 fits and
+        plans, everyone follows; schedule/measured.py). The operator orders stay the plan's."""
+        from dynagnn.schedule.measured import measured_costs
+        from dynagnn.schedule.plan import build_plan
+
+        run, plan = self.run, self.plan
+        everyone = run.comm.all_gather_object(self._measured.taken())
+        new = None
+        if run.ctx.is_main:
+            pf, pb = plan.meta.get("snapshot_forward_s"), plan.meta.get("snapshot_backward_s")
+            if pf is None or pb is None:
+                log.info("%s: the plan records no per-snapshot predictions; keeping its split", self.name)
+            else:
+                fwd, bwd, tail = _Measured.merge(everyone)
+                fwd, bwd = measured_costs(fwd, bwd, pf, pb)
+                new = build_plan(fwd, bwd, group_len=plan.group_len, num_workers=plan.num_workers,
+                                 dataset=plan.dataset, model=plan.model, store_checksum=plan.store_checksum,
+                                 groups=run.train_ends, tail=tail,
+                                 meta={**plan.meta, "replanned_from": "times measured in the first epoch",
+                                       "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
+                                       "group_tail_s": {str(g): v for g, v in tail.items()}})
+                new.operators = plan.operators
+                log.info("%s: re-planned from measured times: predicted epoch %.3fs (the cost model's plan: "
+                         "%.3fs); splits %s", self.name, new.summary()["epoch_time"], plan.summary()["epoch_time"],
+                         [p.splits.tolist() for p in new.processes])
+        new = run.comm.broadcast_object(new)
+        if new is not None:
+            self.replanned = new
+            self._follow(new, False)
 
     def _set_orders(self, run: Run) -> None:
         layers = find_gcn_layers(run.model)
@@ -289,18 +332,19 @@ class GroupPipeline(Strategy):
                 ts = run.windows([t])[0][: self.split[t]]
                 state = run.model.initial_state(run.num_nodes, run.device)
                 for s in ts:
-                    _, state = self.local._step(s, state)
+                    with self._measured.forward(s, run.device):
+                        _, state = self.local._step(s, state)
                 flat = self._flatten(state)
                 wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
                 sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
-                queue.append(flat)
+                queue.append((flat, ts))
                 self.max_queue = max(self.max_queue, len(queue))
                 i += 1
             else:
-                flat = queue.popleft()
+                flat, ts = queue.popleft()
                 grad = self._receive("handoff.backward")
                 if flat.requires_grad:
-                    with run.timer.phase("backward"):
+                    with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                         flat.backward(grad)
         for work, _ in sends:
             work.wait()
@@ -313,12 +357,14 @@ class GroupPipeline(Strategy):
         for t in groups:
             flat = self._receive("handoff").requires_grad_(True)
             state = self._unflatten(flat)
-            h = None
-            for s in run.windows([t])[0][self.split[t]:]:
-                h, state = self.local._step(s, state)
-            loss, grad_h = head_backward(run, h, t, 1.0 / batch)
+            h, ts = None, run.windows([t])[0][self.split[t]:]
+            for s in ts:
+                with self._measured.forward(s, run.device):
+                    h, state = self.local._step(s, state)
+            with self._measured.tail(t, run.device):
+                loss, grad_h = head_backward(run, h, t, 1.0 / batch)
             if grad_h is not None:
-                with run.timer.phase("backward"):
+                with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                     h.backward(grad_h)
             grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
             sends.append((run.comm.isend(self._wire(grad), self.partner, "handoff.backward"), grad))
@@ -349,11 +395,64 @@ class GroupPipeline(Strategy):
             run.comm.send(torch.tensor([mine.shape[1]], dtype=torch.int64), self.partner, "timeline")
             run.comm.send(mine, self.partner, "timeline")
         shares = [x for x in run.comm.all_gather_object(share) if x is not None]
+        if self.replan and self.replanned is None:
+            self._replan()
+        self._measured.on = False  # measured once: the first epoch
         return {"overlap_share": float(np.mean(shares))}
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
         return self.local.embed(ts) if self.run.ctx.is_main else None
+
+
+class _Measured:
+    """What one process measured in an epoch: each snapshot's forward step, each group part's
+    backward (the snapshots it covers) and each group's loss and head, in seconds (synchronising a
+    GPU around each, so only while ``on``: the first epoch)."""
+
+    def __init__(self):
+        self.on = True
+        self.fwd: dict[int, list[float]] = {}
+        self.bwd: list[tuple[list[int], float]] = []
+        self.tails: dict[int, float] = {}
+
+    @contextlib.contextmanager
+    def _timed(self, device, record):
+        if not self.on:
+            yield
+            return
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        yield
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        record(time.perf_counter() - t0)
+
+    def forward(self, s: int, device):
+        return self._timed(device, lambda dt: self.fwd.setdefault(int(s), []).append(dt))
+
+    def backward(self, snapshots, device):
+        return self._timed(device, lambda dt: self.bwd.append(([int(x) for x in snapshots], dt)))
+
+    def tail(self, t: int, device):
+        return self._timed(device, lambda dt: self.tails.__setitem__(int(t), dt))
+
+    def taken(self) -> tuple:
+        return self.fwd, self.bwd, self.tails
+
+    @staticmethod
+    def merge(measured: list[tuple]) -> tuple[dict, list, dict]:
+        """Every process's measurements as one (forward, backward, tail)."""
+        fwd: dict[int, list[float]] = {}
+        bwd: list = []
+        tails: dict[int, float] = {}
+        for f, b, t in measured:
+            for s, times in f.items():
+                fwd.setdefault(s, []).extend(times)
+            bwd.extend(b)
+            tails.update(t)
+        return fwd, bwd, tails
 
 
 class BladNM(GroupPipeline):
@@ -370,3 +469,4 @@ class BladEven(GroupPipeline):
     name = "blad_even"
     baseline = True
     reorder = False
+    replan_measured = False
