@@ -543,8 +543,9 @@ def cmd_compare(args) -> None:
     strategy_comparison(table, args.figure, title)
     write_table(table, args.out, (plan.store_checksum if plan else None) or "")
     for r in table.itertuples():
-        log.info("%-10s epoch %.3fs (plan %.3gs), sync wait %.1f%% (plan %.1f%%), overlap %.1f%% (plan %.1f%%)",
-                 r.strategy, r.epoch_s, r.predicted_epoch_s, 100 * r.sync_share, 100 * r.predicted_sync_share,
+        log.info("%-10s epoch %.3fs (plan %.3gs, re-planned %.3gs), sync wait %.1f%% (plan %.1f%%), overlap %.1f%% "
+                 "(plan %.1f%%)", r.strategy, r.epoch_s, r.predicted_epoch_s, r.replanned_epoch_s,
+                 100 * r.sync_share, 100 * r.predicted_sync_share,
                  100 * r.overlap_share, 100 * r.predicted_overlap_share)
 
 

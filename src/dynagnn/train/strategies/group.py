@@ -377,7 +377,9 @@ class GroupPipeline(Strategy):
         """``overlap_share``: the share of the epoch's wall time in which a worker's two processes ran
         a memory-bound (aggregation) and a compute-bound operator (update, recurrent cell) at once,
         BLAD's deployment reward measured (mean over workers). Forward operators only: autograd's
-        backward kernels run outside the timed sections, so backward time counts as no overlap."""
+        backward kernels run outside the timed sections, so backward time counts as no overlap.
+        ``planned_epoch_s``: the predicted epoch of the plan the next epoch follows (after the
+        first epoch's re-plan, the prediction from measured times)."""
         run = self.run
         segs = trace_segments(run.timer.trace, OPERATOR_KINDS)
         run.timer.trace.clear()
@@ -398,7 +400,10 @@ class GroupPipeline(Strategy):
         if self.replan and self.replanned is None:
             self._replan()
         self._measured.on = False  # measured once: the first epoch
-        return {"overlap_share": float(np.mean(shares))}
+        plan = self.replanned or self.plan  # what the next epoch follows, and predicts for itself
+        summary = plan.summary()
+        return {"overlap_share": float(np.mean(shares)),
+                "planned_epoch_s": summary["baseline_epoch_time" if self.baseline else "epoch_time"]}
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
