@@ -180,3 +180,21 @@ def test_fused_tgcn_recurrence_gradients():
     args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
             for shape in ((S, N, 2 * H), (S, N, H), (N, H), (H, 2 * H), (H, H))]
     assert torch.autograd.gradcheck(_GRURecurrence.apply, args)
+
+
+def test_fused_lstm_recurrence_gradients():
+    """The LSTM recurrence of WD-GCN's and MPNN-LSTM's frame path: gradients of the projections,
+    both incoming states and W_hh checked numerically in float64, and its values equal LSTMCell's."""
+    from dynagnn.models.base import _LSTMRecurrence, lstm_frame, lstm_over_time
+
+    g = torch.Generator().manual_seed(0)
+    W, N, H = 3, 4, 2
+    args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
+            for shape in ((W, N, 4 * H), (N, H), (N, H), (4 * H, H))]
+    assert torch.autograd.gradcheck(_LSTMRecurrence.apply, args)
+    cell = torch.nn.LSTMCell(3, H)
+    ys, st = torch.randn(W, N, 3), (torch.randn(N, H), torch.randn(N, H))
+    got, (h, c) = lstm_frame(cell, ys, st)
+    ref, (rh, rc) = lstm_over_time(cell, ys, st)
+    torch.testing.assert_close(got, ref)
+    torch.testing.assert_close(c, rc)

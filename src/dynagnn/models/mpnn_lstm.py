@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import State, StackedGNN
+from .base import State, StackedGNN, lstm_frame
 from .layers import GCNLayer
 
 
@@ -67,6 +67,16 @@ class MPNNLSTM(StackedGNN):
         h1 = torch.relu(self.gcn1.stacked_update(frame.ax))
         h2 = torch.relu(self.gcn2.stacked_update(frame.aggregate(h1)))
         return torch.cat([h1, h2, frame.x] if self.embedding == "concat" else [h1, h2], dim=2)
+
+    def temporal_frame(self, layer, ys, state):
+        # LSTM1 over the whole frame first (it does not read LSTM2), then LSTM2 on its outputs: each
+        # with its input projection as one GEMM over the frame
+        a, c1, b, c2 = state
+        h2 = 2 * self.hidden_dim
+        aa, (a, c1) = lstm_frame(self.lstm1, ys[..., :h2], (a, c1))
+        bb, (b, c2) = lstm_frame(self.lstm2, aa, (b, c2))
+        out = torch.cat([aa, bb, ys[..., h2:]], dim=2) if self.embedding == "concat" else bb
+        return out, (a, c1, b, c2)
 
     def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 4)

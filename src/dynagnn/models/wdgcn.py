@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import State, StackedGNN, lstm_over_time
+from .base import State, StackedGNN, lstm_frame, lstm_over_time
 from .layers import GCNLayer
 
 
@@ -46,6 +46,9 @@ class WDGCN(StackedGNN):
     def spatial_frame(self, layer, frame, z):
         # ÂX from the reuse cache or the parallel aggregation, then one GEMM for the frame
         return torch.relu(self.gcn.stacked_update(frame.ax))
+
+    def temporal_frame(self, layer, ys, state):
+        return lstm_frame(self.lstm, ys, state)
 
     def temporal_state(self, layer: int, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device, 2)
