@@ -182,19 +182,18 @@ def test_fused_tgcn_recurrence_gradients():
     assert torch.autograd.gradcheck(_GRURecurrence.apply, args)
 
 
-def test_fused_lstm_recurrence_gradients():
-    """The LSTM recurrence of WD-GCN's and MPNN-LSTM's frame path: gradients of the projections,
-    both incoming states and W_hh checked numerically in float64, and its values equal LSTMCell's."""
-    from dynagnn.models.base import _LSTMRecurrence, lstm_frame, lstm_over_time
+def test_frame_lstm_equals_the_cell_loop():
+    """WD-GCN's and MPNN-LSTM's frame path runs the LSTMCell's weights as one sequence LSTM: the same
+    outputs, final state and gradients as the cell stepped W times."""
+    from dynagnn.models.base import lstm_frame, lstm_over_time
 
-    g = torch.Generator().manual_seed(0)
-    W, N, H = 3, 4, 2
-    args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
-            for shape in ((W, N, 4 * H), (N, H), (N, H), (4 * H, H))]
-    assert torch.autograd.gradcheck(_LSTMRecurrence.apply, args)
-    cell = torch.nn.LSTMCell(3, H)
-    ys, st = torch.randn(W, N, 3), (torch.randn(N, H), torch.randn(N, H))
-    got, (h, c) = lstm_frame(cell, ys, st)
-    ref, (rh, rc) = lstm_over_time(cell, ys, st)
-    torch.testing.assert_close(got, ref)
-    torch.testing.assert_close(c, rc)
+    cell = torch.nn.LSTMCell(3, 2)
+    ys = torch.randn(4, 5, 3, requires_grad=True)
+    st = (torch.randn(5, 2, requires_grad=True), torch.randn(5, 2, requires_grad=True))
+    outs = []
+    for fn in (lstm_frame, lstm_over_time):
+        hs, (h, c) = fn(cell, ys, st)
+        loss = (hs ** 2).sum() + (c * 3).sum()
+        outs.append((hs, c) + torch.autograd.grad(loss, [ys, *st, *cell.parameters()]))
+    for a, b in zip(*outs):
+        torch.testing.assert_close(a, b)

@@ -236,64 +236,11 @@ def lstm_over_time(cell: nn.LSTMCell, ys: torch.Tensor, state: State) -> tuple[t
 
 
 def lstm_frame(cell: nn.LSTMCell, ys: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-    """:func:`lstm_over_time` with the input projection of all W steps as one GEMM and the gate
-    arithmetic fused by hand (:class:`_LSTMRecurrence`): the same values, one autograd node for the
-    recurrence. ``ys`` [W, n, S], ``state`` (h, c) [n, H] -> (hs [W, n, H], (h, c))."""
-    w, n, _ = ys.shape
-    with section("nn_op"):
-        pre = torch.addmm(cell.bias_ih + cell.bias_hh, ys.reshape(w * n, -1), cell.weight_ih.t()).view(w, n, -1)
-    hs, c = _LSTMRecurrence.apply(pre, state[0], state[1], cell.weight_hh)
-    return hs, (hs[-1], c)
-
-
-class _LSTMRecurrence(torch.autograd.Function):
-    """``torch.nn.LSTMCell``'s recurrence from precomputed input projections ``pre`` [W, n, 4H] (both
-    biases included), state ``h``, ``c`` [n, H] and ``weight_hh`` [4H, H]: per step
-    ``[i ‖ f ‖ g ‖ o] = pre_t + h W_hhᵀ``, ``c = σ(f) c + σ(i) tanh(g)``, ``h = σ(o) tanh(c)``.
-    Returns (hs [W, n, H], the last c). The backward is those lines' chain rule, last step first, and
-    ``dW_hh`` one GEMM over the frame."""
-
-    @staticmethod
-    def forward(ctx, pre, h, c, weight_hh):
-        hd = h.shape[1]
-        hs, cs, acts, tcs = [h], [c], [], []
-        wt = weight_hh.t()
-        for p in pre:
-            a = torch.addmm(p, h, wt)
-            a[:, :2 * hd].sigmoid_()
-            a[:, 2 * hd:3 * hd].tanh_()
-            a[:, 3 * hd:].sigmoid_()
-            i, f, g, o = a.chunk(4, dim=1)
-            c = torch.addcmul(f * c, i, g)
-            tc = torch.tanh(c)
-            h = o * tc
-            hs.append(h)
-            cs.append(c)
-            acts.append(a)
-            tcs.append(tc)
-        hs, cs = torch.stack(hs), torch.stack(cs)
-        ctx.save_for_backward(hs, cs, torch.stack(acts), torch.stack(tcs), weight_hh)
-        return hs[1:], cs[-1]
-
-    @staticmethod
-    def backward(ctx, g_hs, g_c):
-        hs, cs, acts, tcs, weight_hh = ctx.saved_tensors
-        hd = hs.shape[2]
-        d_pre = torch.empty_like(acts)
-        dh = torch.zeros_like(hs[0])
-        dc = torch.zeros_like(cs[0]) if g_c is None else g_c.clone()
-        for t in range(acts.shape[0] - 1, -1, -1):
-            if g_hs is not None:
-                dh = dh + g_hs[t]
-            i, f, g, o = acts[t].chunk(4, dim=1)
-            tc = tcs[t]
-            dc = dc + dh * o * (1 - tc * tc)
-            d = d_pre[t]
-            torch.mul(dc * g, i * (1 - i), out=d[:, :hd])
-            torch.mul(dc * cs[t], f * (1 - f), out=d[:, hd:2 * hd])
-            torch.mul(dc * i, 1 - g * g, out=d[:, 2 * hd:3 * hd])
-            torch.mul(dh * tc, o * (1 - o), out=d[:, 3 * hd:])
-            dc = dc * f
-            dh = d @ weight_hh
-        d_w = d_pre.reshape(-1, 4 * hd).t() @ hs[:-1].reshape(-1, hd)
-        return d_pre, dh, dc, d_w
+    """:func:`lstm_over_time` as one call of ATen's sequence LSTM with the cell's weights: the input
+    projection of all W steps is one GEMM and the per-step loop and its backward run in C++ (cuDNN on
+    a GPU), not one Python-level cell per step. The same values. ``ys`` [W, n, S], ``state`` (h, c)
+    [n, H] -> (hs [W, n, H], (h, c))."""
+    h, c = state
+    params = [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh]
+    hs, hn, cn = torch.lstm(ys, (h[None], c[None]), params, True, 1, 0.0, cell.training, False, False)
+    return hs, (hn[0], cn[0])
