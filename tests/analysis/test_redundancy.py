@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from dynagnn.analysis.redundancy import (batch_redundancy, fit_reciprocal, per_batch_redundancy,
-                                         redundancy_free)
+from dynagnn.analysis.redundancy import batch_redundancy, fit_reciprocal, per_batch_redundancy
 from dynagnn.data.types import EventStream
 
 
@@ -42,22 +41,6 @@ def test_per_batch_matches_sets(seed, bs, k, drop_last):
     np.testing.assert_allclose(d["eta2"], [w[1] for w in want])
     assert d["sampled"].tolist() == [w[2] for w in want]
     assert d["original"].tolist() == [w[3] for w in want]
-
-
-def test_redundancy_free_restoration_and_latest():
-    rng = np.random.default_rng(0)
-    for size in (0, 1, 7, 200):
-        v = rng.integers(0, 15, size)
-        u, psi, phi = redundancy_free(v)
-        np.testing.assert_array_equal(u[psi], v)  # X_o = X_u[Ψ]
-        assert u.tolist() == sorted(set(v.tolist()))
-        last = {}
-        for i, x in enumerate(v.tolist()):
-            last[x] = i
-        assert phi.tolist() == [last[x] for x in u.tolist()]
-        # Φ over interactions ξ_j (src/dst interleaved: occurrence i belongs to ξ_{i // 2})
-        _, _, phi_j = redundancy_free(v, np.arange(size) // 2)
-        assert phi_j.tolist() == [last[x] // 2 for x in u.tolist()]
 
 
 def test_fit_reciprocal_recovers_known():

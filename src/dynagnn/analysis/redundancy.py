@@ -35,58 +35,13 @@ Where this reading differs from, or fills gaps in, the paper:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import pandas as pd
 
+from dynagnn.graph.dispatch import redundancy_free
 from dynagnn.graph.sample import TemporalNeighbors
-from dynagnn.sortedkeys import sort_groups
 
 DEFAULT_BATCH_SIZES = (200, 500, 1000, 2000, 4000)
-
-
-class RedundancyFree(NamedTuple):
-    """Algorithm 2's output for one flattened series V_o of n occurrences (a NamedTuple:
-    ``unique, inverse, latest = redundancy_free(v)``).
-
-    unique: [U] distinct vertices 𝓥_u (C: 𝓘nr's targets), sorted.
-    inverse: int64 [n] Ψ, the dispatch location index: ``unique[inverse] == V_o``, so the
-      per-occurrence input is restored as X_o = X_u[Ψ].
-    latest: int64 [U] Φ, the aggregation location index: for each unique vertex the index (of the
-      occurrence, or of its interaction ξ_j when ``interaction`` was given) of its last
-      occurrence in chronological order — the only one aggregation keeps ("most recent" agg).
-    """
-
-    unique: np.ndarray
-    inverse: np.ndarray
-    latest: np.ndarray
-
-
-def redundancy_free(vertices: np.ndarray, interaction: np.ndarray | None = None) -> RedundancyFree:
-    """Sven's Algorithm 2 (redundancy-free graph organisation), sort-based in O(n log n).
-
-    vertices: int [n], V_o in chronological order. interaction: int [n] or None, the index j of
-    the interaction ξ_j each occurrence belongs to (e.g. ``arange(n) // 2`` for an interleaved
-    src/dst batch); None means the occurrence index itself. Φ takes the maximum of it per vertex,
-    which is the last occurrence whenever ``interaction`` is non-decreasing.
-    """
-    vertices = np.asarray(vertices)
-    n = vertices.size
-    order, first = sort_groups(vertices)
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    starts = np.flatnonzero(first)
-    unique = vertices[order[starts]]
-    if n == 0:
-        return RedundancyFree(unique, inverse, np.empty(0, dtype=np.int64))
-    if interaction is None:
-        # stable sort: the last element of each run is the vertex's last occurrence
-        ends = np.append(starts[1:], n) - 1
-        latest = order[ends].astype(np.int64)
-    else:
-        latest = np.maximum.reduceat(np.asarray(interaction, dtype=np.int64)[order], starts)
-    return RedundancyFree(unique, inverse, latest)
 
 
 def _flatten(events) -> tuple[np.ndarray, np.ndarray]:
