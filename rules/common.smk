@@ -118,8 +118,20 @@ def train_options_json(wildcards):
 
 
 def train_nodes(wildcards):
+    """Machines of a training job: launch.nodes under torchrun (a job of fewer workers takes one
+    machine per worker), else 1."""
     launch = config.get("launch", {})
-    return int(launch.get("nodes", 1)) if launch.get("torchrun") else 1
+    return min(int(launch.get("nodes", 1)), int(wildcards.workers)) if launch.get("torchrun") else 1
+
+
+def train_cpus_per_task(wildcards):
+    """Cores per task (one torchrun per machine): the job's processes on each machine."""
+    return max(1, train_threads(wildcards) // train_nodes(wildcards))
+
+
+def train_gpus(wildcards):
+    """GPUs of a training job: one per worker on a CUDA device (BLAD's two processes share one), else 0."""
+    return int(wildcards.workers) if str(config["train"].get("device", "cpu")).startswith("cuda") else 0
 
 
 def train_launcher(wildcards):

@@ -36,7 +36,12 @@ rule train:
     conda:
         "../envs/dynagnn.yaml"
     resources:
+        # a cluster job: one task (torchrun) per machine with the cores of its processes, a GPU per worker
         nodes=lambda wildcards: train_nodes(wildcards),
+        tasks=lambda wildcards: train_nodes(wildcards),
+        cpus_per_task=lambda wildcards: train_cpus_per_task(wildcards),
+        gpu=lambda wildcards: train_gpus(wildcards),
+        tasks_per_gpu=0,
     shell:
         "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
         "--workers {wildcards.workers} --threads 1 > {log:q} 2>&1"

@@ -169,3 +169,52 @@ def test_lint_passes():
     exe = Path(sys.executable).with_name("snakemake")
     run = subprocess.run([str(exe), "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "Congratulations" in run.stdout + run.stderr, run.stdout + run.stderr
+
+
+def _jobs(dry_run: str) -> list[dict]:
+    """Each job of a dry run's listing: rule, wildcards, resources (dict) and shell command."""
+    jobs = []
+    for block in dry_run.split("\nrule ")[1:]:
+        job = {"rule": block.split(":", 1)[0].strip(), "wildcards": {}, "resources": {}, "shell": ""}
+        for line in block.splitlines():
+            line = line.strip()
+            for key in ("wildcards", "resources"):
+                if line.startswith(f"{key}: "):
+                    job[key] = dict(kv.split("=", 1) for kv in line[len(key) + 2:].split(", "))
+            if line.startswith("Shell command: "):
+                job["shell"] = line[len("Shell command: "):]
+        jobs.append(job)
+    return jobs
+
+
+def test_slurm_profile_dry_run(tmp_path):
+    """`snakemake --executor slurm -n` on the SLURM profile (2 machines per training job, CUDA, a Dask
+    scheduler): each training job is one srun task per machine running torchrun over its workers'
+    processes, with nodes, tasks, cores per task and a GPU per worker as resources; the Dask stages
+    go to the scheduler."""
+    wd = workdir(tmp_path, {"synth": TINY["synth"]})
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    cfg["train"]["device"] = "cuda"
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    launch = wd / "workflow/profiles/slurm/launch.yaml"
+    text = launch.read_text().replace("nodes: 1 ", "nodes: 2 ")
+    launch.write_text(text.replace("scheduler_address: null", "scheduler_address: tcp://10.1.2.3:8786"))
+    r = snakemake(wd, "--executor", "slurm", "-n", "--workflow-profile", "workflow/profiles/slurm")
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = _jobs(r.stdout + r.stderr)
+    train = {(j["wildcards"]["model"], j["wildcards"]["strategy"], j["wildcards"]["workers"]): j
+             for j in jobs if j["rule"] == "train"}
+    assert set(train) == {("tgcn", "sequential", "1"), ("evolvegcn_o", "sequential", "1"), ("wdgcn", "vertex", "2")}
+    for (model, strategy, workers), job in train.items():
+        nodes = min(2, int(workers))
+        res = job["resources"]
+        assert (res["nodes"], res["tasks"], res["cpus_per_task"], res["gpu"]) == (str(nodes), str(nodes), "1", workers)
+        assert job["shell"].startswith(f"srun --nodes {nodes} --ntasks-per-node 1 torchrun --nnodes {nodes} "
+                                       f"--nproc-per-node {int(workers) // nodes} --rdzv-backend c10d ")
+        assert f"-m dynagnn train results/synth/store.zarr --out-dir results/synth/{model}/{strategy}-{workers} " \
+               in job["shell"]
+        assert res["slurm_account"] == "your_account" and res["runtime"] == "240"
+    dask_rules = {"stats", "reuse", "redundancy", "partitions", "cache", "volume"}  # the analyze stage's Dask jobs
+    dask_jobs = [j for j in jobs if j["rule"] in dask_rules]
+    assert {j["rule"] for j in dask_jobs} == dask_rules - {"redundancy"}  # synth has no event stream
+    assert all("--scheduler tcp://10.1.2.3:8786" in j["shell"] for j in dask_jobs)
