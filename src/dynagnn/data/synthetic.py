@@ -171,13 +171,16 @@ def churn(num_nodes: int, num_edges: int, num_snapshots: int, *, change: float =
 
 def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, classes: int = 16,
                 within: float = 0.8, exponent: float = 2.3, signal: float = 0.05,
-                seed: int = 0) -> RawGraph:
+                contiguous: bool = False, seed: int = 0) -> RawGraph:
     """A static power-law graph with communities, node features and labels: sampled training at
     the scale BGL studies (NSDI'23, Table 2: Ogbn-products, 2.4M vertices, width 100, 47 classes).
 
-    - Vertices belong to ``classes`` equal communities of contiguous ids (community c holds ids
-      ``[c N / K, (c+1) N / K)``), so the store's feature rows lie community by community, as a
-      graph store lays them out by partition.
+    - Vertices belong to ``classes`` equal communities. The graph is drawn with community c on ids
+      ``[c N / K, (c+1) N / K)``, then relabelled by a seeded random permutation, as real graphs'
+      ids say nothing of their communities (a BFS over neighbour lists sorted by id would otherwise
+      meet a community's vertices in runs, and a chunk of feature rows would hold one community).
+      ``contiguous=True`` keeps the drawn ids (community by community, as a graph store lays rows
+      out by partition).
     - Degrees follow a power law of ``exponent`` (the Chung-Lu weights of :func:`blad_style`, hubs
       at random ids, capped near 4 sqrt(2m)). An edge draws u by weight; v is drawn by weight inside
       u's community with probability ``within``, else over all vertices. Exactly ``num_edges``
@@ -198,7 +201,9 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
     within = _check_float("within", within, 0.0, 1.0)
     signal = _check_float("signal", signal, 0.0, math.inf, hi_open=True)
     _check_seed(seed)
-    rng_graph, rng_feat = np.random.default_rng(seed).spawn(2)
+    if not isinstance(contiguous, bool):
+        raise ConfigError(f"contiguous must be true or false, got {contiguous!r}")
+    rng_graph, rng_feat, rng_ids = np.random.default_rng(seed).spawn(3)
     _, _, _, weight = _powerlaw_weights(n, m, _check_exponent(exponent), rng_graph)
     community = (np.arange(n, dtype=np.int64) * k) // n
     start = np.searchsorted(community, np.arange(k + 1))       # community c: ids start[c]:start[c+1]
@@ -223,10 +228,23 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
 
     keys = _sample_keys(_PairModel(draw, pair_weight), m, n, rng_graph)
     centres = rng_feat.standard_normal((k, f)).astype(np.float32)
-    x = rng_feat.standard_normal((n, f), dtype=np.float32)
-    for c in range(k):   # in place, one community at a time: no second [N, F] temporary
-        x[start[c]:start[c + 1]] += np.float32(signal) * centres[c]
+    x = rng_feat.standard_normal((n, f), dtype=np.float32)   # i.i.d. rows: their order is free
     row, col = _decode(keys, n)
+    if contiguous:
+        for c in range(k):   # in place, one community at a time: no second [N, F] temporary
+            x[start[c]:start[c + 1]] += np.float32(signal) * centres[c]
+    else:
+        new_id = rng_ids.permutation(n).astype(np.int64)
+        a, b = new_id[row], new_id[col]
+        keys = np.sort(np.minimum(a, b) * n + np.maximum(a, b))
+        del a, b
+        row, col = _decode(keys, n)
+        label = np.empty(n, dtype=np.int64)
+        label[new_id] = community
+        community = label
+        for c in range(k):
+            ids = np.flatnonzero(community == c)
+            x[ids] += np.float32(signal) * centres[c]
     raw = _raw_graph("bgl-classes", n, [row], [col], community)
     raw.node_features = x
     return raw
