@@ -69,3 +69,18 @@ def test_one_snapshot_partition_is_exactly_the_normalised_adjacency():
     _, _, v = normalized_triples(r, c, w, n)
     assert np.array_equal(part.shared.matrix.values().numpy(), v) and part.dinv is None
     assert part.clone().nbytes == part.nbytes
+
+
+def test_wide_frames_are_coalesced_in_blocks(monkeypatch):
+    """Past MAX_COALESCED columns the shared product is taken in blocks of snapshots: same result."""
+    from dynagnn.graph import overlap
+
+    n = 25
+    snaps = snapshots(7, 4, n)
+    part, _ = partition_graph([raw_snapshot(r, c, w, n) for r, c, w in snaps], n)
+    z = torch.randn(4, n, 3)
+    whole = part.aggregate(z)
+    monkeypatch.setattr(overlap, "MAX_COALESCED", 6)      # 2 snapshots of 3 columns per product
+    torch.testing.assert_close(part.aggregate(z), whole)
+    ref = torch.stack([dense_normalized(r, c, w, n) @ z[i] for i, (r, c, w) in enumerate(snaps)])
+    torch.testing.assert_close(whole, ref, rtol=1e-5, atol=1e-6)
