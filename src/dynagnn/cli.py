@@ -307,12 +307,16 @@ def _store_title(path) -> str:
 def _dask(args):
     """The stage's Dask client (:func:`dynagnn.analysis.parallel.dask_client`). A scheduler named by
     --scheduler (or $DASK_SCHEDULER_ADDRESS) that does not answer within :data:`SCHEDULER_CONNECT_S`
-    is a ConfigError, not Dask's traceback after 30 s."""
+    is a ConfigError, not Dask's traceback after 30 s. With a scheduler, ``args.store`` becomes
+    absolute: the workers do not share this process's working directory (a shared file system is
+    assumed, as on a cluster)."""
     import dask
 
     from .analysis.parallel import dask_client
 
     address = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if address:  # the cluster's workers run elsewhere: they read the store by its absolute path
+        args.store = Path(args.store).resolve()
     with ExitStack() as stack:
         if address:
             stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": f"{SCHEDULER_CONNECT_S}s"}))

@@ -218,3 +218,46 @@ def test_slurm_profile_dry_run(tmp_path):
     dask_jobs = [j for j in jobs if j["rule"] in dask_rules]
     assert {j["rule"] for j in dask_jobs} == dask_rules - {"redundancy"}  # synth has no event stream
     assert all("--scheduler tcp://10.1.2.3:8786" in j["shell"] for j in dask_jobs)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dask_cluster_recipe(tmp_path):
+    """The README's recipe: `dask scheduler` and `dask worker` on this machine, the workflow's
+    analyze stage sent to them by `dask.scheduler_address`; its table equals the library's, and its
+    tasks ran on that scheduler."""
+    from dask.distributed import Client
+
+    wd = workdir(tmp_path, {"synth": TINY["synth"]})
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    cfg["dask"]["scheduler_address"] = address
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    bindir = Path(sys.executable).parent
+    procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port",
+                               address.rsplit(":", 1)[1], "--no-dashboard"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen([str(bindir / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+            r = snakemake(wd, "results/synth/stats.parquet")
+            assert r.returncode == 0, r.stderr[-3000:]
+            prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        assert prefixes  # the stage's tasks ran here
+        log = (wd / "results/logs/stats/synth.log").read_text()
+        assert f"connecting to the Dask scheduler at {address}" in log
+        store = open_store(wd / "results/synth/store.zarr")
+        pd.testing.assert_frame_equal(pd.read_parquet(wd / "results/synth/stats.parquet"),
+                                      compute_stats(store.path, None, progress=False))
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=30)
