@@ -73,6 +73,16 @@ def tensors_of(obj) -> Iterable[torch.Tensor]:
             yield from tensors_of(o)
 
 
+def _put(q: queue.Queue, item, stop: threading.Event) -> None:
+    """Put ``item`` on the bounded queue, waiting for room, unless ``stop`` is set meanwhile."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return
+        except queue.Full:
+            continue
+
+
 class Prefetcher:
     """Runs ``prepare(key)`` ahead of the consumer (module docstring).
 
@@ -120,21 +130,11 @@ class Prefetcher:
                 t0 = time.perf_counter()
                 out = self._produce_one(key)
                 self.stats["busy_s"] += time.perf_counter() - t0
-                while not stop.is_set():
-                    try:
-                        q.put((key, out), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                _put(q, (key, out), stop)
         except BaseException as exc:  # handed to the consumer, never lost in the thread
             self._error = exc
         finally:
-            while not stop.is_set():
-                try:
-                    q.put((_DONE, None), timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            _put(q, (_DONE, None), stop)
 
     def schedule(self, keys: Iterable[Hashable]) -> None:
         """Start preparing ``keys`` in order (what the consumer will ask for next); forgets any
