@@ -80,16 +80,16 @@ def test_frames_equal_sequential(store, model_name):
     tr = trainer(store, model_name)
     run = tr.run
     ref = one_step(run, tr.strategy)
-    for S in (1, 2, 4, 8):
-        for reuse in ("on", "off"):
-            for pipeline in ("on", "off"):
-                s = frames_on(run, frame_size=S, frame_reuse=reuse, pipeline=pipeline)
-                assert_same(one_step(run, s), ref)
-                # again: every Â_t X_t now comes from the cache (the first step met partial misses)
-                assert_same(one_step(run, s), ref)
-                stats = s.engine.prefetch.take_stats()
-                assert (stats["prefetched"] > 0) == (pipeline == "on")
-                s.engine.close()
+    # every S with reuse and pipeline both on and both off; the mixed pairs at S = 4
+    cases = [(S, on, on) for S in (1, 2, 4, 8) for on in ("on", "off")] + [(4, "on", "off"), (4, "off", "on")]
+    for S, reuse, pipeline in cases:
+        s = frames_on(run, frame_size=S, frame_reuse=reuse, pipeline=pipeline)
+        assert_same(one_step(run, s), ref)
+        if reuse == "on":   # again: every Â_t X_t now comes from the cache (the first met partial misses)
+            assert_same(one_step(run, s), ref)
+        stats = s.engine.prefetch.take_stats()
+        assert (stats["prefetched"] > 0) == (pipeline == "on")
+        s.engine.close()
 
 
 @pytest.mark.parametrize("model_name", ["tgcn_x", "mpnn_lstm"], indirect=True)

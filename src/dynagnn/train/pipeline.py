@@ -101,7 +101,7 @@ class Prefetcher:
         self.timer = timer
         self.gpu = self.device.type == "cuda"
         self.stream = torch.cuda.Stream(self.device) if (self.gpu and self.enabled) else None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -158,6 +158,11 @@ class Prefetcher:
         self._thread, self._queue = None, None
 
     # ---- consumer -------------------------------------------------------------------------------
+    @property
+    def lock(self):
+        """Held while ``prepare`` runs: take it to touch what ``prepare`` touches from the consumer."""
+        return self._lock
+
     def _phase(self):
         return self.timer.phase("transfer") if self.timer is not None else contextlib.nullcontext()
 

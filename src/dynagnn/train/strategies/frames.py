@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
-import time
+import threading
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -80,8 +80,6 @@ class ReuseCache:
     """
 
     def __init__(self, num_snapshots: int, num_nodes: int, dim: int, device: torch.device, slots: int):
-        import threading
-
         self.T, self.device = int(num_snapshots), torch.device(device)
         self.gpu = self.device.type == "cuda"
         self.host = torch.zeros(self.T, num_nodes, dim)
@@ -101,8 +99,6 @@ class ReuseCache:
 
     def _slot(self, t: int, keep: set[int]) -> int:
         s = self.slot_of[t]
-        if s >= 0 and self.identity:
-            return s
         if s >= 0:
             return s
         free = np.flatnonzero(self.owner < 0)
@@ -211,9 +207,10 @@ class FrameEngine:
                      "batched where the state allows" if type(model).frame_forward is not DynamicGNN.frame_forward
                      else "one step at a time")
         self.raws = [raw_snapshot(r, c, w, self.N) for r, c, w in store_edges]
-        # per-snapshot Â (per-step aggregations, single misses): the sequential feeder, bytes counted
-        self.feeder = SnapshotFeeder(host, features if np.ndim(features) == 2 else features[:1], self.N,
-                                     self.device, "full", None, bytes_only(timer))
+        # per-snapshot Â (per-step aggregations, single misses): the sequential feeder, bytes counted;
+        # the features are fed here (its copy of them is a one-snapshot slice, never read)
+        self.feeder = SnapshotFeeder(host, np.asarray(features)[:1] if np.ndim(features) == 3 else features,
+                                     self.N, self.device, "full", None, bytes_only(timer))
         feats = np.ascontiguousarray(features, dtype=np.float32)
         self.static = feats.ndim == 2
         self.F = int(feats.shape[-1])
@@ -364,11 +361,11 @@ class FrameEngine:
                     if len(miss) == frame.size and frame.parts is not None:
                         self.cache.store(ts, frame.aggregate(frame.x), keep)
                     else:
+                        adjs = frame.adjs or [None] * frame.size
+                        with self.prefetch.lock:   # the feeder is the producer's too
+                            adjs = [adjs[i] if adjs[i] is not None else self._adjacency(ts[i]) for i in miss]
                         with section("graph_op"):
-                            got = torch.stack([csr.aggregate(frame.adjs[i] if frame.adjs is not None
-                                                             and frame.adjs[i] is not None
-                                                             else self._adjacency(ts[i]), frame.x[i])
-                                               for i in miss])
+                            got = torch.stack([csr.aggregate(a, frame.x[i]) for a, i in zip(adjs, miss)])
                         self.cache.store([ts[i] for i in miss], got, keep)
                 self.counts["first_layer_aggregations"] += len(miss)
         self.cache.fetch(ts, keep)
