@@ -99,6 +99,9 @@ def test_split_inductive_and_negatives(store):
     neg = task.eval_negatives_of("test", ev)
     assert neg.shape == (ev.size, 5) and not (neg == task.dst[ev][:, None]).any()
     assert np.array_equal(neg, EventLinkTask(st.events(), st.num_nodes, 50, 5, seed=0).eval_negatives_of("test", ev))
+    ind = task.test_events[task.inductive[task.test_events]]
+    ineg = task.eval_negatives_of("test", ind, inductive=True)
+    assert ind.size and set(ineg.ravel()) <= set(task.dst[ind]) and ineg.shape == (ind.size, 5)
 
 
 def test_link_metrics_rank_ties_as_tgb():

@@ -9,7 +9,9 @@
 * Training negatives: one uniform destination per positive from the training events' destinations,
   drawn afresh each epoch and batch from ``(seed, epoch, batch)``.
 * Evaluation negatives: fixed by the seed, ``K`` per event (``eval_negatives``, 100 as TGB) uniform
-  over every destination of the stream other than the event's own. AP and AUC score each positive
+  over every destination of the stream other than the event's own; for the inductive events (their
+  own pass, as DyGLib's) uniform over the destinations of the split's inductive events, as DyGLib
+  draws them, so that a negative is as likely as the positive to be a node unseen in training. AP and AUC score each positive
   against its first negative (a balanced set, as DyGLib); MRR ranks each positive among its K
   negatives, ties taking the mean of the best and worst rank (TGB's rule, :func:`metrics.mrr`).
 
@@ -107,7 +109,7 @@ class EventLinkTask:
         # units: one integer range per split, so that a unit names its split
         self.offsets = {"train": 0, "val": nb["train"], "test": nb["train"] + nb["val"]}
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
-        self._eval_neg: dict[str, np.ndarray] = {}
+        self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
 
     def unit_events(self, unit: int) -> tuple[str, np.ndarray]:
         """(split name, event indices int64 [<= B]) of a batch unit."""
@@ -125,21 +127,24 @@ class EventLinkTask:
         rng = np.random.default_rng([self.seed, epoch, unit, 1])
         return self.train_dst[rng.integers(0, self.train_dst.size, size=(events.size, 1))]
 
-    def eval_negatives_of(self, split: str, events: np.ndarray) -> np.ndarray:
+    def eval_negatives_of(self, split: str, events: np.ndarray, inductive: bool = False) -> np.ndarray:
         """int64 [B, K]: the fixed negatives of evaluation events of ``split`` (never the true dst,
-        unless the stream has a single destination)."""
-        if split not in self._eval_neg:
-            ev = self._units[split]
-            rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split]])
-            neg = self.all_dst[rng.integers(0, self.all_dst.size, size=(ev.size, self.eval_negatives))]
+        unless the pool has a single destination); ``inductive``: of the inductive pass."""
+        key = (split, inductive)
+        ev = self._units[split]
+        if inductive:
+            ev = ev[self.inductive[ev]]
+        if key not in self._eval_neg:
+            pool = unique_sorted(self.dst[ev]) if inductive else self.all_dst
+            rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split], int(inductive)])
+            neg = pool[rng.integers(0, pool.size, size=(ev.size, self.eval_negatives))]
             for _ in range(20):  # redraw the true destination
                 bad = neg == self.dst[ev][:, None]
-                if not bad.any() or self.all_dst.size < 2:
+                if not bad.any() or pool.size < 2:
                     break
-                neg[bad] = self.all_dst[rng.integers(0, self.all_dst.size, size=int(bad.sum()))]
-            self._eval_neg[split] = neg
-        pos = np.searchsorted(self._units[split], events)
-        return self._eval_neg[split][pos]
+                neg[bad] = pool[rng.integers(0, pool.size, size=int(bad.sum()))]
+            self._eval_neg[key] = neg
+        return self._eval_neg[key][np.searchsorted(ev, events)]
 
 
 def link_metrics(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:

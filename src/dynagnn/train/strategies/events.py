@@ -186,13 +186,14 @@ class EventStrategy(Strategy):
         return total
 
     @torch.no_grad()
-    def _pass(self, split: str, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Score ``events`` of ``split`` batch by batch, writing memory and mails after each."""
+    def _pass(self, split: str, events: np.ndarray, inductive: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Score ``events`` of ``split`` batch by batch, writing memory and mails after each
+        (``inductive``: the split's inductive events, with their own negatives)."""
         pos_all, neg_all = [], []
         b = self.task.batch_size
         for i in range(0, events.size, b):
             ev = events[i:i + b]
-            pos, neg, out = self._forward(ev, self.task.eval_negatives_of(split, ev), self.full_sampler)
+            pos, neg, out = self._forward(ev, self.task.eval_negatives_of(split, ev, inductive), self.full_sampler)
             with section("mailbox"):
                 apply_writes(self.memory, out)
             pos_all.append(pos.cpu().numpy())
@@ -233,7 +234,7 @@ class EventStrategy(Strategy):
         after = self.memory.snapshot()
         self.memory.restore(start)
         ind = events[self.task.inductive[events]]
-        ipos, ineg = self._pass(split, ind)
+        ipos, ineg = self._pass(split, ind, inductive=True)
         metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg).items()})
         metrics["ind_events"] = float(ind.size)
         self.memory.restore(after)
