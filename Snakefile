@@ -1,4 +1,4 @@
-# dynagnn workflow: ingest -> store -> analyze -> profile -> schedule -> train (-> report, as it lands).
+# dynagnn workflow: ingest -> store -> analyze -> profile -> schedule -> train -> report.
 # Run:   snakemake --cores 2            (the embedded default config.yaml)
 #        snakemake --cores 8 --configfile my.yaml
 #        snakemake --workflow-profile workflow/profiles/slurm
@@ -23,9 +23,14 @@ include: "rules/analyze.smk"
 include: "rules/profile.smk"
 include: "rules/schedule.smk"
 include: "rules/train.smk"
+include: "rules/report.smk"
+
+
+report: "workflow/report/workflow.rst"
 
 
 rule all:
     input:
         all_outputs(),
+        rules.runtimes.output,
     default_target: True

@@ -250,6 +250,14 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--out", type=Path, required=True, help="output Parquet table")
     cmp_.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
 
+    rt = sub.add_parser("runtimes", help="how long each workflow stage took, from Snakemake's benchmark files",
+                        description="Read the benchmark files a workflow run wrote (<results>/benchmarks/<rule>/"
+                                    "<job>.tsv): one row per job with its wall seconds, CPU seconds and peak "
+                                    "memory, and a figure of the seconds per stage.")
+    rt.add_argument("bench_dir", type=Path, help="the run's benchmark folder (results/benchmarks)")
+    rt.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    rt.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
     how = info.add_mutually_exclusive_group()
@@ -453,6 +461,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "schedule": {"out": (".json",), "figure": (".png",)},
     "train": {"out_dir": None},
     "compare": {"out": (".parquet",), "figure": (".png",)},
+    "runtimes": {"out": (".parquet",), "figure": (".png",)},
 }
 
 
@@ -553,6 +562,18 @@ def cmd_compare(args) -> None:
                  100 * r.overlap_share, 100 * r.predicted_overlap_share)
 
 
+def cmd_runtimes(args) -> None:
+    from .report.figures import stage_durations
+    from .report.runtimes import stage_times
+    from .tables import write_table
+
+    times = stage_times(args.bench_dir)
+    stage_durations(times, args.figure, "time per workflow stage")
+    write_table(times, args.out, "")
+    for rule, seconds in times.groupby("rule")["seconds"].sum().sort_values(ascending=False).items():
+        log.info("%-12s %8.1f s", rule, seconds)
+
+
 def cmd_info(args) -> None:
     from .data.store import open_store
 
@@ -584,7 +605,7 @@ def cmd_check_config(args) -> None:
 
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
-            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "info": cmd_info, "check-config": cmd_check_config}
+            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "runtimes": cmd_runtimes, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:

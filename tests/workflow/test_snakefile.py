@@ -138,6 +138,17 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
         assert plan.groups.workers == want.groups.workers and plan.tuner is not None
         assert (wd / "results" / "synth" / model / "plan-2.png").exists()
     assert not (wd / "results" / "toy" / "tgcn").exists()  # only the trained pairs are planned
+    # Report: one runtimes row per benchmark file (every job), their seconds as Snakemake wrote them;
+    # the HTML report holds every figure with its caption.
+    times = pd.read_parquet(wd / "results" / "report" / "runtimes.parquet")
+    bench = sorted((wd / "results" / "benchmarks").rglob("*.tsv"))
+    assert len(times) == len(bench) and (wd / "results" / "report" / "runtimes.png").exists()
+    ingest = pd.read_csv(wd / "results" / "benchmarks" / "ingest" / "toy.tsv", sep="\t")
+    assert times.set_index(["rule", "job"]).loc[("ingest", "toy"), "seconds"] == pytest.approx(ingest["s"].median())
+    html = snakemake(wd, "--report", "report.html")
+    assert html.returncode == 0, html.stderr[-3000:]
+    page = (wd / "report.html").read_text(errors="replace")
+    assert "runtimes.png" in page and "dynagnn: efficient training of dynamic graph neural networks" in page
     # Nothing to do on a second run: outputs are up to date.
     again = snakemake(wd, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

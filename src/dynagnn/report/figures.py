@@ -290,3 +290,18 @@ def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "
     ax[1].set_title("time waiting for a partner or peer", fontsize=9)
     ax[2].set_title("compute beside memory-bound operators", fontsize=9)
     return save(fig, out_png, title)
+
+
+def stage_durations(times: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """Wall seconds of each stage (rule), summed over its jobs, and its slowest job
+    (:func:`dynagnn.report.runtimes.stage_times`)."""
+    by_rule = times.groupby("rule")["seconds"].agg(["sum", "max", "count"]).sort_values("sum")
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(by_rule) + 1.5))
+    y = np.arange(len(by_rule))
+    ax.barh(y, by_rule["sum"], label="all jobs")
+    ax.barh(y, by_rule["max"], height=0.4, label="slowest job")
+    ax.set_yticks(y, [f"{r} ({n})" for r, n in zip(by_rule.index, by_rule["count"])])
+    ax.set_xlabel("wall seconds (jobs in parentheses)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{times['seconds'].sum():.0f} s of jobs in all", fontsize=9)
+    return save(fig, out_png, title)
