@@ -250,6 +250,17 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--out", type=Path, required=True, help="output Parquet table")
     cmp_.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
 
+    cs = sub.add_parser("compare-sampled", help="sampled training's data path side by side (BGL): epoch time, "
+                                                "hit ratio per cache level, store bytes per epoch",
+                        description="Gather sampled training runs (no cache, static cache, BGL's FIFO + proximity "
+                                    "order, ...) of one dataset and model: the median epoch time, the hit ratio of "
+                                    "each cache level and the bytes read from the store per epoch (rows asked "
+                                    "for, chunks decoded). Writes a Parquet table and a figure.")
+    cs.add_argument("runs", nargs="+", metavar="STRATEGY=DIR", help="a sampled training run's strategy and output "
+                                                                   "directory (metrics.parquet)")
+    cs.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    cs.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+
     rt = sub.add_parser("runtimes", help="how long each workflow stage took, from Snakemake's benchmark files",
                         description="Read the benchmark files a workflow run wrote (<results>/benchmarks/<rule>/"
                                     "<job>.tsv): one row per job with its wall seconds, CPU seconds and peak "
@@ -461,6 +472,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "schedule": {"out": (".json",), "figure": (".png",)},
     "train": {"out_dir": None},
     "compare": {"out": (".parquet",), "figure": (".png",)},
+    "compare-sampled": {"out": (".parquet",), "figure": (".png",)},
     "runtimes": {"out": (".parquet",), "figure": (".png",)},
 }
 
@@ -529,27 +541,34 @@ def cmd_train(args) -> None:
     training_curves(metrics, args.out_dir / "training.png", f"{args.store.parent.name}: {config.model}, {config.strategy}")
 
 
-def cmd_compare(args) -> None:
+def _read_runs(items: list[str], names: tuple[str, ...], command: str) -> dict[str, tuple]:
+    """STRATEGY=DIR arguments -> {strategy: (the DataFrame of each of ``names`` in DIR)}."""
     import pandas as pd
 
-    from .report.figures import strategy_comparison
-    from .report.strategies import strategy_table
-    from .schedule.plan import SchedulePlan
     from .errors import InputError
-    from .tables import write_table
 
     runs = {}
-    for item in args.runs:
+    for item in items:
         strategy, sep, directory = item.partition("=")
         if not sep or not strategy:
-            raise ConfigError(f"compare: expected STRATEGY=DIR, got {item!r}")
+            raise ConfigError(f"{command}: expected STRATEGY=DIR, got {item!r}")
         frames = []
-        for name in ("metrics.parquet", "timings.parquet"):
+        for name in names:
             path = Path(directory) / name
             if not path.is_file():
                 raise InputError(f"no {name} here: not a finished training run", Path(directory))
             frames.append(pd.read_parquet(path))
         runs[strategy] = tuple(frames)
+    return runs
+
+
+def cmd_compare(args) -> None:
+    from .report.figures import strategy_comparison
+    from .report.strategies import strategy_table
+    from .schedule.plan import SchedulePlan
+    from .tables import write_table
+
+    runs = _read_runs(args.runs, ("metrics.parquet", "timings.parquet"), "compare")
     plan = SchedulePlan.load(args.plan) if args.plan else None
     table = strategy_table(plan, runs)
     title = f"{plan.dataset}: {plan.model}, {plan.num_workers} workers" if plan else ""
@@ -560,6 +579,19 @@ def cmd_compare(args) -> None:
                  "(plan %.1f%%)", r.strategy, r.epoch_s, r.predicted_epoch_s, r.replanned_epoch_s,
                  100 * r.sync_share, 100 * r.predicted_sync_share,
                  100 * r.overlap_share, 100 * r.predicted_overlap_share)
+
+
+def cmd_compare_sampled(args) -> None:
+    from .report.figures import sampled_data_path
+    from .report.sampled import sampled_table
+    from .tables import write_table
+
+    table = sampled_table({k: v[0] for k, v in _read_runs(args.runs, ("metrics.parquet",), "compare-sampled").items()})
+    sampled_data_path(table, args.figure, "sampled training: the feature data path")
+    write_table(table, args.out, "")
+    for r in table.itertuples():
+        log.info("%-16s epoch %.2fs, hit L1 %.3f L2 %.3f, store %.1f MiB rows (%.1f MiB chunks) per epoch", r.strategy,
+                 r.epoch_s, r.l1_hit_ratio, r.l2_hit_ratio, r.store_bytes / 2**20, r.store_chunk_bytes / 2**20)
 
 
 def cmd_runtimes(args) -> None:
@@ -605,7 +637,7 @@ def cmd_check_config(args) -> None:
 
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
-            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "runtimes": cmd_runtimes, "info": cmd_info, "check-config": cmd_check_config}
+            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled, "runtimes": cmd_runtimes, "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:
