@@ -305,3 +305,27 @@ def stage_durations(times: pd.DataFrame, out_png: str | Path, title: str = "") -
     ax.legend(fontsize=8)
     ax.set_title(f"{times['seconds'].sum():.0f} s of jobs in all", fontsize=9)
     return save(fig, out_png, title)
+
+
+def sampled_data_path(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+    """BGL's data path per strategy (:func:`dynagnn.report.sampled.sampled_table`): epoch time, the
+    hit ratio of each cache level, and the MiB read from the store per epoch (rows asked for, and the
+    chunks decoded for them)."""
+    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
+    names = table["strategy"].tolist()
+    ax[0].bar(np.arange(len(names)), table["epoch_s"], color="tab:blue")
+    ax[0].set_xticks(np.arange(len(names)), names)
+    ax[0].set_ylabel("seconds per epoch (median, warm)")
+    _grouped_bars(ax[1], names, {"level 1 (device)": table["l1_hit_ratio"].tolist(),
+                                 "level 2 (host)": table["l2_hit_ratio"].tolist()}, xlabel="strategy")
+    ax[1].set_ylim(0, 1)
+    ax[1].set_ylabel("hit ratio (of the lookups reaching the level)")
+    _grouped_bars(ax[2], names, {"rows asked for": (table["store_bytes"] / 2**20).tolist(),
+                                 "chunks decoded": (table["store_chunk_bytes"] / 2**20).tolist()}, xlabel="strategy")
+    ax[2].set_ylabel("MiB read from the store per epoch")
+    for a in ax:
+        a.tick_params(axis="x", labelrotation=20)
+    ax[0].set_title("epoch time", fontsize=9)
+    ax[1].set_title("feature cache hits per level", fontsize=9)
+    ax[2].set_title("store reads (cache misses)", fontsize=9)
+    return save(fig, out_png, title)
