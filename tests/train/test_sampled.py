@@ -54,13 +54,16 @@ def test_training_hit_ratio_is_the_simulation(store_path, policy, order, fractio
     hits = (metrics["l1_hit_ratio"] * metrics["lookups"]).sum()
     indptr, indices = static_graph(store)
     sim = cache_hit_table(indptr, indices, trainer.split.train, batch_size=32, fanouts=(4, 3), fractions=(fraction,),
-                          policies=(policy,), orders=(order,), epochs=2, seed=0).iloc[0]
+                          policies=(policy,), orders=(order,), epochs=2, seed=0,
+                          sequences=trainer.strategy.sequences).iloc[0]
     assert sim.capacity == cap
     assert metrics["lookups"].sum() == sim.lookups
     assert hits == pytest.approx(sim.hits, abs=1e-6)
     assert metrics["l2_hit_ratio"].eq(0).all()
     assert metrics["store_bytes"].sum() == sim.misses * 4 * F_DIM
     assert metrics["val_accuracy"].iloc[-1] > 0.5       # 3 classes: it learns
+    if order == "proximity":    # the shuffling-error check's count, in the metrics
+        assert metrics["order_sequences"].eq(trainer.strategy.sequences).all() and trainer.strategy.sequences >= 1
 
 
 def test_two_levels_and_the_store_share_the_lookups(store_path):

@@ -33,15 +33,16 @@ def _make_cache(policy: str, capacity: int, degree: np.ndarray):
 def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
                     fanouts=(15, 10, 5), fractions=(0.01, 0.05, 0.1, 0.2, 0.5),
                     policies=POLICIES, orders=ORDERS, epochs: int = 1,
-                    seed: int = 0) -> pd.DataFrame:
+                    seed: int = 0, sequences: int | None = None) -> pd.DataFrame:
     """One row per (order, policy, fraction): capacity, hit_ratio, hits, misses, lookups,
     batches.
 
     indptr int64 [N+1], indices int64 [nnz]: CSR of the graph; train_nodes int64 [T] distinct.
     Epoch e orders the training nodes by :func:`~dynagnn.graph.order.epoch_order` and samples its
     batch b with :func:`~dynagnn.graph.sample.batch_rng` (seed, e, b), as sampled training does, so
-    the two see the same lookups. Caches persist across epochs (warm from epoch 2). Static scores
-    are vertex degrees.
+    the two see the same lookups (``sequences``: the proximity order's BFS sequences, as training's
+    shuffling-error check chose them; None: the order's default). Caches persist across epochs (warm
+    from epoch 2). Static scores are vertex degrees.
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices, dtype=np.int64)
@@ -63,7 +64,7 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
                   for p in policies for f in fractions}
         batches = 0
         for e in range(int(epochs)):
-            seq = epoch_order(order, indptr, indices, train, seed, e)
+            seq = epoch_order(order, indptr, indices, train, seed, e, sequences)
             for b, b0 in enumerate(range(0, seq.size, int(batch_size))):
                 ids = sampler.input_nodes(seq[b0:b0 + int(batch_size)], batch_rng(seed, e, b))
                 batches += 1

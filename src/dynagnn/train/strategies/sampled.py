@@ -3,7 +3,9 @@ training seeds in proximity-aware order, isolated pipeline stages and BGL's part
 
 The unit of work is a training vertex (a seed); a step is a mini-batch of ``batch_size`` seeds of
 this worker. Each epoch orders the worker's seeds (:func:`~dynagnn.graph.order.epoch_order`,
-``order``: BGL's ``proximity`` order or ``random``), cuts them into mini-batches and feeds them to
+``order``: BGL's ``proximity`` order, with as many BFS sequences as BGL's shuffling-error check on
+the labels chooses before training (:func:`~dynagnn.graph.order.choose_sequences`), or ``random``),
+cuts them into mini-batches and feeds them to
 the stage pipeline (:mod:`dynagnn.train.stages`): sampler processes draw each batch's neighbours
 (``fanouts``, hop 0 = the seeds) and build the model's blocks, the fetch stage reads the input rows
 through the feature cache (:mod:`dynagnn.train.cache`: level 1 on the device, level 2 on the host,
@@ -40,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from dynagnn.errors import ConfigError
-from dynagnn.graph.order import epoch_order
+from dynagnn.graph.order import choose_sequences, epoch_order
 from dynagnn.graph.partition import bgl_partition, hash_partition
 from dynagnn.models.heads import NodeClassifier
 from dynagnn.models.sage import SAMPLED_MODELS, SampledGNN
@@ -195,6 +197,10 @@ class Sampled(Strategy):
             self.own = train
         self.steps_per_epoch = int(math.ceil(counts.max() / self.batch_size))
         self.seed_counts = counts
+        # BGL's count of BFS sequences: the least whose label skew passes the shuffling-error bound
+        self.sequences, self.sequence_errors = (None, []) if self.order != "proximity" else choose_sequences(
+            run.indptr, run.indices, self.own, run.labels, self.batch_size, workers=P, num_train=train.size,
+            seed=self.seed)
         degree = np.diff(run.indptr)
         self.cache = FeatureCache(run.rows, int(float(o["cache_l1_mb"]) * MIB), int(float(o["cache_l2_mb"]) * MIB),
                                   run.device, policy, degree.astype(np.float64))
@@ -223,7 +229,7 @@ class Sampled(Strategy):
     # ---------------------------------------------------------------- training
     def start_epoch(self, epoch: int) -> None:
         run = self.run
-        seq = epoch_order(self.order, run.indptr, run.indices, self.own, self.seed, epoch)
+        seq = epoch_order(self.order, run.indptr, run.indices, self.own, self.seed, epoch, self.sequences)
         batches = [seq[i:i + self.batch_size] for i in range(0, seq.size, self.batch_size)]
         self._steps = batches + [seq[:0]] * (self.steps_per_epoch - len(batches))
         self._epoch_start = self.cache.stats()
@@ -270,6 +276,7 @@ class Sampled(Strategy):
         for k in times:
             out[k] = max(t[k] for _, t in gathered)
         out["cache_fill_bytes"] = float(self.cache.fill_bytes) if epoch == 0 else 0.0
+        out["order_sequences"] = float(self.sequences or 0)   # 0: random order
         return out
 
     # ---------------------------------------------------------------- evaluation
