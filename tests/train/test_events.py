@@ -111,6 +111,9 @@ def test_link_metrics_rank_ties_as_tgb():
     # positive 0: one above, one tied -> rank (1+1 + 1+2)/2 = 2.5; positive 1: rank 1
     assert m["mrr"] == pytest.approx((1 / 2.5 + 1) / 2)
     assert m["auc"] == pytest.approx(2.5 / 4)  # over all (pos, first neg) pairs, a tie counting 1/2
+    # DyGLib's per-batch means: batch 1 holds one pair each, a tie (AUC 1/2, AP 1/2) then a win
+    b = link_metrics(pos, neg, batch=1)
+    assert b["auc_batch"] == pytest.approx((0.5 + 1) / 2) and b["ap_batch"] == pytest.approx((0.5 + 1) / 2)
 
 
 def test_the_schedule_plans_no_event_model():

@@ -147,11 +147,24 @@ class EventLinkTask:
         return self._eval_neg[key][np.searchsorted(ev, events)]
 
 
-def link_metrics(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
-    """AP and AUC of positives [P] against their first negative, MRR against all [P, K]."""
+def _ap_auc(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    scores = np.concatenate([pos, neg])
+    labels = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])
+    return M.average_precision(scores, labels), M.auc(scores, labels)
+
+
+def link_metrics(pos: np.ndarray, neg: np.ndarray, batch: int | None = None) -> dict[str, float]:
+    """AP and AUC of positives [P] against their first negative, MRR against all [P, K]; with
+    ``batch``, also ``ap_batch``/``auc_batch``: their mean over consecutive batches of that many
+    events, which is how DyGLib reports AP and AUC (a score scale drifting over time costs the
+    global figures, not these)."""
     pos, neg = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64).reshape(pos.size, -1)
+    keys = ("ap", "auc", "mrr") + (("ap_batch", "auc_batch") if batch else ())
     if pos.size == 0:
-        return {"ap": float("nan"), "auc": float("nan"), "mrr": float("nan")}
-    scores = np.concatenate([pos, neg[:, 0]])
-    labels = np.concatenate([np.ones(pos.size), np.zeros(pos.size)])
-    return {"ap": M.average_precision(scores, labels), "auc": M.auc(scores, labels), "mrr": M.mrr(pos, neg)}
+        return dict.fromkeys(keys, float("nan"))
+    ap, auc = _ap_auc(pos, neg[:, 0])
+    out = {"ap": ap, "auc": auc, "mrr": M.mrr(pos, neg)}
+    if batch:
+        per = np.array([_ap_auc(pos[i:i + batch], neg[i:i + batch, 0]) for i in range(0, pos.size, batch)])
+        out.update(ap_batch=float(per[:, 0].mean()), auc_batch=float(per[:, 1].mean()))
+    return out

@@ -230,12 +230,12 @@ class EventStrategy(Strategy):
         events = np.concatenate([p[1] for p in parts])
         start = self.memory.snapshot()
         pos, neg = self._pass(split, events)
-        metrics = link_metrics(pos, neg)
+        metrics = link_metrics(pos, neg, self.task.batch_size)
         after = self.memory.snapshot()
         self.memory.restore(start)
         ind = events[self.task.inductive[events]]
         ipos, ineg = self._pass(split, ind, inductive=True)
-        metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg).items()})
+        metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg, self.task.batch_size).items()})
         metrics["ind_events"] = float(ind.size)
         self.memory.restore(after)
         return metrics
