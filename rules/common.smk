@@ -179,6 +179,8 @@ def all_outputs():
         outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['workers']}/training.png")
         if run["strategy"] in GROUP_STRATEGIES:  # BLAD's runs are compared with the others of their workers
             outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/compare-{run['workers']}.png")
+        if run["strategy"] == "sampled":  # BGL's data path beside its baselines (rules/train.smk)
+            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/sampled-{run['workers']}.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:

@@ -71,3 +71,33 @@ rule compare:
     shell:
         "python -m dynagnn compare {params.runs} --plan {input.plan:q} --out {output.table:q} "
         "--figure {output.figure:q} > {log:q} 2>&1"
+
+
+# BGL (issue 16): sampled training's data path side by side, for the sampled strategies trained on a
+# (dataset, model, workers): no cache, PaGraph's static cache, BGL's FIFO with proximity order.
+SAMPLED_STRATEGIES = ("sampled", "sampled_nocache", "sampled_static", "sampled_random")
+
+
+rule sampled_figure:
+    input:
+        lambda wc: [f"{RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}/metrics.parquet"
+                    for s in compared(wc) if s in SAMPLED_STRATEGIES],
+    output:
+        table=f"{RESULTS}/{{dataset}}/{{model}}/sampled-{{workers}}.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/sampled-{{workers}}.png",
+            caption="../workflow/report/sampled.rst",
+            category="Training",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/{{model}}/sampled-{{workers}}.pdf",
+    log:
+        f"{RESULTS}/logs/sampled_figure/{{dataset}}/{{model}}/sampled-{{workers}}.log",
+    threads: 1
+    params:
+        runs=lambda wc: " ".join(f"{s}={RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}"
+                                 for s in compared(wc) if s in SAMPLED_STRATEGIES),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn compare-sampled {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -272,3 +272,28 @@ def test_dask_cluster_recipe(tmp_path):
         for p in procs:
             p.terminate()
             p.wait(timeout=30)
+
+
+def test_sampled_figure_rule(tmp_path):
+    """BGL's figure: a sampled run brings its figure among the default outputs, and the rule's table is
+    compare-sampled's over the sampled runs trained on that (dataset, model, workers)."""
+    from dynagnn.report.sampled import sampled_table
+
+    bgl = {"format": "synthetic", "generator": "bgl",
+           "params": {"num_nodes": 400, "num_edges": 2000, "feature_dim": 8, "classes": 3, "seed": 1}}
+    wd = workdir(tmp_path, {"bgl": bgl})
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    strategies = ["sampled", "sampled_nocache"]
+    cfg["train"]["runs"] = [{"dataset": "bgl", "models": ["graphsage"], "strategies": strategies,
+                             "options": {"fanouts": [3, 2], "batch_size": 32, "cache_l1_mb": 0.002,
+                                         "cache_l2_mb": 0.004, "samplers": 0}}]
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/bgl/graphsage/sampled-1.png"
+    dry = snakemake(wd, "-n")
+    assert dry.returncode == 0 and target in dry.stdout + dry.stderr, dry.stderr[-3000:]
+    run = snakemake(wd, target)
+    assert run.returncode == 0, run.stderr[-3000:]
+    base = wd / "results" / "bgl" / "graphsage"
+    want = sampled_table({s: pd.read_parquet(base / f"{s}-1" / "metrics.parquet") for s in strategies})
+    pd.testing.assert_frame_equal(pd.read_parquet(base / "sampled-1.parquet"), want)
+    assert (base / "sampled-1.pdf").exists() and want["l1_hit_ratio"].iloc[1] == 0.0   # no cache: no hits
