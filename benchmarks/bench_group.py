@@ -95,7 +95,7 @@ def _predicted_phases(path, predictor, plan) -> dict[str, float]:
     for g in groups:
         mult[g - WINDOW + 1:g + 1] += 1
     out = {"graph_op": 0.0, "nn_op": 0.0, "rnn": 0.0, "backward": 0.0,
-           "head": float(sum(plan.meta.get("group_tail_s", {}).values()))}
+           "head": float(np.sum([np.sum(v) for v in plan.meta.get("group_tail_s", {}).values()]))}
     ops = {role: op for op, role, *_ in calls.calls()}
     for col in bd.columns:
         role, _, direction = col.rpartition(".")

@@ -158,8 +158,9 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
     from dynagnn.train.strategies.group import training_ends
 
     ends = training_ends(st, 3)  # the CLI plans the training windows (--windows train)
-    tail = {int(g): s for g, s in plan.meta["group_tail_s"].items()}  # p2's loss and head, timed by the CLI
-    assert sorted(tail) == ends and all(s > 0 for s in tail.values())
+    # p1's loss inputs (negative sampling) and p2's loss and head, timed by the CLI
+    tail = {int(g): s for g, s in plan.meta["group_tail_s"].items()}
+    assert sorted(tail) == ends and all(len(s) == 2 and min(s) > 0 for s in tail.values())
     want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn", groups=ends, tail=tail)
     assert sorted(g for w in plan.groups.workers for g in w) == ends
     np.testing.assert_allclose(plan.meta["snapshot_forward_s"], fwd)

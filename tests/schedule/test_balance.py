@@ -104,3 +104,10 @@ def test_a_tail_after_the_last_snapshot_is_p2s_work():
     heavy = balance(fwd, bwd, 4, range(3, 10), tail={g: 100.0 for g in range(3, 10)})
     assert heavy.splits.tolist() == [3] * 7
     assert heavy.busy[1] >= 700  # every tail counted once, on p2
+    # a (lead, tail) pair: the lead (loss inputs p1 prepares) goes to the first snapshot, p1's
+    l2, b2 = group_costs(fwd, bwd, 4, list(range(3, 10)), {g: (0.5 * g, 1.5 * g) for g in range(3, 10)})
+    np.testing.assert_allclose(l2[:, 0] - l0[:, 0], [0.5 * g for g in range(3, 10)])
+    np.testing.assert_allclose(l2[:, 1:], l1[:, 1:])
+    np.testing.assert_array_equal(b2, b0)
+    led = balance(fwd, bwd, 4, range(3, 10), tail={g: (100.0, 0.0) for g in range(3, 10)})
+    assert led.splits.tolist() == [1] * 7 and led.busy[0] >= 700  # a heavy lead keeps p1's part short

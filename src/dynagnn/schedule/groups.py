@@ -73,7 +73,9 @@ def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None)
     fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (default all, in order);
     tail: {group id: seconds} of the work after a group's last snapshot (the task's loss and head,
     forward and backward), added to its last snapshot's forward: that snapshot always runs on p2,
-    as does the loss. Returns two float64 arrays [len(groups), group_len].
+    as does the loss. A value may also be a pair (lead, tail): ``lead`` seconds of the loss's
+    inputs, which p1 prepares, added to the group's first snapshot (always p1's). Returns two
+    float64 arrays [len(groups), group_len].
     """
     fwd, bwd = _as_costs(fwd, bwd)
     num_groups(fwd.shape[0], group_len)
@@ -83,17 +85,21 @@ def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None)
     idx = g[:, None] + np.arange(-group_len + 1, 1)[None, :]
     l = fwd[idx]
     if tail:
-        l[:, -1] += _tails(tail, g)
+        lead, after = _extras(tail, g)
+        l[:, 0] += lead
+        l[:, -1] += after
     return l, bwd[idx]
 
 
-def _tails(tail: dict | None, ids: np.ndarray) -> np.ndarray:
-    """Seconds after each group's last snapshot (0 for a group ``tail`` does not name)."""
+def _extras(tail: dict | None, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lead, tail) seconds of each group (0 for a group ``tail`` does not name; a plain number is
+    a tail alone): see group_costs."""
     tail = tail or {}
-    out = np.array([float(tail.get(int(g), 0.0)) for g in ids], dtype=np.float64)
+    pairs = [tail.get(int(g), 0.0) for g in ids]
+    out = np.array([p if isinstance(p, (tuple, list)) else (0.0, p) for p in pairs], dtype=np.float64).reshape(-1, 2)
     if (out < 0).any() or not np.isfinite(out).all():
         raise ConfigError("group tail costs: expected finite, non-negative seconds")
-    return out
+    return out[:, 0], out[:, 1]
 
 
 def group_loads(fwd, bwd, group_len: int) -> np.ndarray:
@@ -178,7 +184,7 @@ def _selected(fwd, bwd, group_len: int, groups, tail: dict | None = None) -> tup
     in range (the training windows of a run are a contiguous, increasing range of target snapshots)."""
     W = group_loads(fwd, bwd, group_len)
     ids = group_ids(fwd.size, group_len)
-    W = W + _tails(tail, ids)
+    W = W + sum(_extras(tail, ids))
     if groups is None:
         return ids, W
     g = np.asarray(groups, dtype=np.int64).reshape(-1)

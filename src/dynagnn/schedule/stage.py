@@ -140,7 +140,8 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
                predictor_source: str = "", tail: dict | None = None) -> SchedulePlan:
     """The plan of an open store from a loaded :class:`~dynagnn.cost.predictor.Predictor` (module
     docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all;
-    ``tail``: {group id: seconds of the task's loss and head} (the cost model has no operator for
+    ``tail``: {group id: seconds of the task's loss and head, or (lead, tail) seconds when p1
+    prepares the loss's inputs} (the cost model has no operator for
     them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`).
     What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
     from ..cost.models import model_calls
@@ -164,7 +165,8 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
             "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
             "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap),
             "groups": "all" if groups is None else [int(g) for g in groups],
-            "group_tail_s": {str(g): float(v) for g, v in (tail or {}).items()}}
+            "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
+                             for g, v in (tail or {}).items()}}
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
                       balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,

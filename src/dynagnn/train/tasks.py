@@ -94,7 +94,15 @@ class Task:
     def head(self, dim: int) -> torch.nn.Module:
         raise NotImplementedError
 
-    def loss(self, head, h: torch.Tensor, t: int, epoch: int) -> torch.Tensor:
+    def loss_inputs(self, t: int, epoch: int) -> torch.Tensor | None:
+        """The loss's model-independent inputs at ``t`` in ``epoch`` as one int64 tensor (so that
+        another process can prepare them and send them in one message: BLAD's p1), or None when
+        there is nothing worth preparing ahead (default)."""
+        return None
+
+    def loss(self, head, h: torch.Tensor, t: int, epoch: int, inputs: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss of embeddings ``h`` [N, H] at ``t``; ``inputs``: :meth:`loss_inputs`' tensor when
+        it was prepared elsewhere (else the loss prepares them)."""
         raise NotImplementedError
 
     def evaluate(self, head, embeddings: dict[int, torch.Tensor]) -> dict[str, float]:
@@ -153,16 +161,20 @@ class LinkPrediction(Task):
             dst[bad] = rng.integers(0, n, size=int(bad.sum()))
         return dst
 
-    def loss(self, head, h, t, epoch):
+    def loss_inputs(self, t, epoch):
+        """int64 [3, E]: source, destination and label (1 positive, 0 negative) of the positives of
+        t+1 and ``neg_ratio`` sampled negatives per positive (seeded by seed, epoch and t)."""
         pos = self.positives(t)
         n = np.int64(self.num_nodes)
         rng = np.random.default_rng([self.seed, epoch, t])
         src = np.repeat(pos // n, self.neg_ratio)
         neg_dst = self._non_edges(rng, src, t)
-        u = torch.from_numpy(np.concatenate([pos // n, src])).to(h.device)
-        v = torch.from_numpy(np.concatenate([pos % n, neg_dst])).to(h.device)
-        target = torch.cat([torch.ones(pos.shape[0]), torch.zeros(src.shape[0])]).to(h.device)
-        return F.binary_cross_entropy_with_logits(head(h, torch.stack([u, v])), target)
+        label = np.concatenate([np.ones(pos.shape[0], dtype=np.int64), np.zeros(src.shape[0], dtype=np.int64)])
+        return torch.from_numpy(np.stack([np.concatenate([pos // n, src]), np.concatenate([pos % n, neg_dst]), label]))
+
+    def loss(self, head, h, t, epoch, inputs=None):
+        inputs = (self.loss_inputs(t, epoch) if inputs is None else inputs).to(h.device)
+        return F.binary_cross_entropy_with_logits(head(h, inputs[:2]), inputs[2].to(h.dtype))
 
     def eval_pairs(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """(positive keys [P], corrupted destinations [P, K]), fixed for the run."""
@@ -232,7 +244,7 @@ class NodeClassification(Task):
             self._targets[t] = (idx, y[idx])
         return self._targets[t]
 
-    def loss(self, head, h, t, epoch):
+    def loss(self, head, h, t, epoch, inputs=None):
         idx, y = self.targets(t)
         idx, y = idx.to(h.device), y.to(h.device)
         return F.cross_entropy(head(h[idx]), y)
@@ -266,7 +278,7 @@ class NodeRegression(Task):
     def head(self, dim):
         return NodeRegressor(dim)
 
-    def loss(self, head, h, t, epoch):
+    def loss(self, head, h, t, epoch, inputs=None):
         return F.mse_loss(head(h).reshape(-1), self.y[t].to(h.device))
 
     @torch.no_grad()

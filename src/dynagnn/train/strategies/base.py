@@ -193,16 +193,17 @@ class Strategy:
         return total
 
 
-def head_backward(run: Run, h: torch.Tensor, t: int, weight: float = 1.0,
-                  scale: float = 1.0) -> tuple[float, torch.Tensor | None]:
+def head_backward(run: Run, h: torch.Tensor, t: int, weight: float = 1.0, scale: float = 1.0,
+                  inputs: torch.Tensor | None = None) -> tuple[float, torch.Tensor | None]:
     """The task's loss of the embeddings ``h`` [N, H] at ``t`` times ``weight`` (1/B in a step of B
     windows), its head's part of the backward done (the head's parameter gradients accumulated,
     times ``scale``), timed as ``head``. Returns (that loss, d(loss·scale)/dh or None when the loss
     does not depend on h); the caller back-propagates the gradient through the model, so the two
-    parts of the backward are timed apart and a strategy can run the model's part where it likes."""
+    parts of the backward are timed apart and a strategy can run the model's part where it likes.
+    ``inputs``: the task's loss inputs when prepared elsewhere (``Task.loss_inputs``)."""
     with run.timer.phase("head"):
         leaf = h.detach().requires_grad_(h.requires_grad)
-        loss = run.task.loss(run.head, leaf, t, run.epoch) * weight
+        loss = run.task.loss(run.head, leaf, t, run.epoch, inputs) * weight
         value = float(loss.detach())
         if loss.requires_grad and math.isfinite(value):
             (loss * scale if scale != 1.0 else loss).backward()

@@ -65,6 +65,7 @@ from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_ranges
 from dynagnn.timing import trace_segments
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
+from dynagnn.train.tasks import Task
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,13 @@ def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list
 
 
 def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto", seed: int = 0,
-               repeats: int = 3, threads: int = 1) -> dict[int, float]:
+               repeats: int = 3, threads: int = 1) -> dict[int, float | tuple[float, float]]:
     """{window end: median seconds of the task's loss and head, forward and backward} on this
     machine with ``threads`` torch threads (what each training process runs). The cost model has no
-    operator for them, yet p2 runs them for every group (link prediction's negative sampling and
-    scores over every positive): a plan without them overloads p2."""
+    operator for them, yet p2 runs them for every group (scores over every positive of a link
+    task): a plan without them overloads p2. A task whose loss inputs are prepared ahead (link
+    prediction's negative sampling, which p1 does) gives (lead, tail): the preparation's seconds
+    and the rest's."""
     import statistics
     import time
 
@@ -98,15 +101,20 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
         t_ = make_task(task, store, seed)
         dim = build_model(model, store.feature_dim(), hidden).out_dim
         head = t_.head(dim)
+        prepares = type(t_).loss_inputs is not Task.loss_inputs
         out = {}
         for t in ends:
-            times = []
+            leads, times = [], []
             for _ in range(int(repeats)):
                 h = torch.randn(store.num_nodes, dim, requires_grad=True)
                 t0 = time.perf_counter()
-                t_.loss(head, h, int(t), 0).backward()
-                times.append(time.perf_counter() - t0)
-            out[int(t)] = statistics.median(times)
+                inputs = t_.loss_inputs(int(t), 0)
+                t1 = time.perf_counter()
+                t_.loss(head, h, int(t), 0, inputs).backward()
+                leads.append(t1 - t0)
+                times.append(time.perf_counter() - t1)
+            lead, tail = statistics.median(leads), statistics.median(times)
+            out[int(t)] = (lead, tail) if prepares else lead + tail
         return out
     finally:
         torch.set_num_threads(before)
@@ -177,6 +185,9 @@ class GroupPipeline(Strategy):
         self.p1 = ctx.rank % self.procs_per_worker == 0
         self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1
         self.via_host = ctx.device.type == "cuda" and ctx.backend == "gloo"
+        # p1 prepares the loss's inputs (negative sampling), which need no model, while it would
+        # otherwise wait for p2: the loss side is most of p2's work on a link task
+        self.prepares = type(run.task).loss_inputs is not Task.loss_inputs
         self._state_layout(run)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
@@ -236,7 +247,7 @@ class GroupPipeline(Strategy):
                                  groups=run.train_ends, tail=tail,
                                  meta={**plan.meta, "replanned_from": "times measured in the first epoch",
                                        "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
-                                       "group_tail_s": {str(g): v for g, v in tail.items()}})
+                                       "group_tail_s": {str(g): list(v) for g, v in tail.items()}})
                 new.operators = plan.operators
                 log.info("%s: re-planned from measured times: predicted epoch %.3fs (the cost model's plan: "
                          "%.3fs); splits %s", self.name, new.summary()["epoch_time"], plan.summary()["epoch_time"],
@@ -337,6 +348,12 @@ class GroupPipeline(Strategy):
                 flat = self._flatten(state)
                 wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
                 sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
+                if self.prepares:
+                    with run.timer.phase("head"), self._measured.lead(t, run.device):
+                        inputs = run.task.loss_inputs(t, run.epoch)
+                    size = torch.tensor([inputs.shape[1]], dtype=torch.int64)
+                    sends.append((run.comm.isend(size, self.partner, "handoff.inputs"), size))
+                    sends.append((run.comm.isend(inputs, self.partner, "handoff.inputs"), inputs))
                 queue.append((flat, ts))
                 self.max_queue = max(self.max_queue, len(queue))
                 i += 1
@@ -357,12 +374,17 @@ class GroupPipeline(Strategy):
         for t in groups:
             flat = self._receive("handoff").requires_grad_(True)
             state = self._unflatten(flat)
+            inputs = None
+            if self.prepares:
+                size = run.comm.recv(torch.zeros(1, dtype=torch.int64), self.partner, "handoff.inputs", phase="sync_wait")
+                inputs = run.comm.recv(torch.zeros(3, int(size.item()), dtype=torch.int64), self.partner,
+                                       "handoff.inputs", phase="sync_wait")
             h, ts = None, run.windows([t])[0][self.split[t]:]
             for s in ts:
                 with self._measured.forward(s, run.device):
                     h, state = self.local._step(s, state)
             with self._measured.tail(t, run.device):
-                loss, grad_h = head_backward(run, h, t, 1.0 / batch)
+                loss, grad_h = head_backward(run, h, t, 1.0 / batch, inputs=inputs)
             if grad_h is not None:
                 with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                     h.backward(grad_h)
@@ -420,6 +442,7 @@ class _Measured:
         self.fwd: dict[int, list[float]] = {}
         self.bwd: list[tuple[list[int], float]] = []
         self.tails: dict[int, float] = {}
+        self.leads: dict[int, float] = {}
 
     @contextlib.contextmanager
     def _timed(self, device, record):
@@ -443,21 +466,27 @@ class _Measured:
     def tail(self, t: int, device):
         return self._timed(device, lambda dt: self.tails.__setitem__(int(t), dt))
 
+    def lead(self, t: int, device):
+        return self._timed(device, lambda dt: self.leads.__setitem__(int(t), dt))
+
     def taken(self) -> tuple:
-        return self.fwd, self.bwd, self.tails
+        return self.fwd, self.bwd, self.tails, self.leads
 
     @staticmethod
     def merge(measured: list[tuple]) -> tuple[dict, list, dict]:
-        """Every process's measurements as one (forward, backward, tail)."""
+        """Every process's measurements as one (forward, backward, extras): extras are each group's
+        (lead, tail) seconds, the loss inputs p1 prepares and the loss and head p2 runs."""
         fwd: dict[int, list[float]] = {}
         bwd: list = []
         tails: dict[int, float] = {}
-        for f, b, t in measured:
+        leads: dict[int, float] = {}
+        for f, b, t, lead in measured:
             for s, times in f.items():
                 fwd.setdefault(s, []).extend(times)
             bwd.extend(b)
             tails.update(t)
-        return fwd, bwd, tails
+            leads.update(lead)
+        return fwd, bwd, {g: (leads.get(g, 0.0), tails.get(g, 0.0)) for g in sorted(set(tails) | set(leads))}
 
 
 class BladNM(GroupPipeline):
