@@ -56,3 +56,9 @@ def test_a_snapshot_model_with_the_events_strategy(tmp_path, capfd):
     store = event_store(tmp_path / "ev.zarr")
     argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "tgcn", "--strategy", "events"]
     assert_refused(capfd, argv, tmp_path, r"events strategy trains the event models")
+
+
+def test_an_event_model_with_a_snapshot_strategy(tmp_path, capfd):
+    store = event_store(tmp_path / "ev.zarr")
+    argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "jodie"]
+    assert_refused(capfd, argv, tmp_path, r"'jodie' is an event model.*--strategy events")

@@ -31,6 +31,9 @@ ALL_MODELS: dict[str, type] = {**MODELS, **TGNN_MODELS, **SAMPLED_MODELS}
 def model_class(name: str) -> type[DynamicGNN]:
     """The class registered as ``name``; ConfigError naming the known models otherwise."""
     cls = MODELS.get(name)
+    if cls is None and name in TGNN_MODELS:
+        raise ConfigError(f"model: {name!r} is an event model (TGN, JODIE, APAN), not a snapshot model: train it "
+                          "with the events strategy (--strategy events, or strategies: [events] in a run)")
     if cls is None:
         raise ConfigError(f"model: unknown model {name!r}{did_you_mean(name, MODELS)}; known: {', '.join(MODELS)}")
     return cls
