@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dynagnn.graph.order import (bfs_sequences, bfs_visit_order, choose_sequences, epoch_order, label_skew,
+from dynagnn.graph.order import (EpochOrders, bfs_sequences, bfs_visit_order, choose_sequences, epoch_order, label_skew,
                                  proximity_order, random_label_skew, random_order, shuffling_error)
 from tests.graph.test_neighbor_sampler import random_csr
 
@@ -85,6 +85,24 @@ def test_every_seed_exactly_once_per_epoch_and_fresh_each_epoch(order, sequences
         assert np.array_equal(np.sort(o), np.sort(t))
     assert not np.array_equal(epochs[0], epochs[1]) and not np.array_equal(epochs[1], epochs[2])
     assert np.array_equal(epochs[2], epoch_order(order, indptr, indices, t, 3, 2, sequences))
+    # the run's orders: the same epochs from one object (the BFS sequences generated once)
+    orders = EpochOrders(order, indptr, indices, t, 3, sequences)
+    assert all(np.array_equal(orders(e), epochs[e]) for e in range(3))
+
+
+def test_epochs_reuse_the_sequences(monkeypatch):
+    # BGL reuses its BFS sequences: one BFS for the run, each epoch a fresh arrangement of them
+    import dynagnn.graph.order as order_mod
+
+    calls = []
+    real = order_mod.bfs_sequences
+    monkeypatch.setattr(order_mod, "bfs_sequences", lambda *a, **k: calls.append(1) or real(*a, **k))
+    indptr, indices = path_graph(200)
+    orders = EpochOrders("proximity", indptr, indices, np.arange(200), 0, 4)
+    got = [orders(e) for e in range(3)]
+    assert len(calls) == 1
+    assert all(np.array_equal(np.sort(o), np.arange(200)) for o in got)
+    assert not np.array_equal(got[0], got[1]) and not np.array_equal(got[1], got[2])
 
 
 def test_sequences_take_turns():

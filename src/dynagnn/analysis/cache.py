@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dynagnn.errors import ConfigError
-from dynagnn.graph.order import ORDERS, epoch_order
+from dynagnn.graph.order import ORDERS, EpochOrders
 from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.sortedkeys import row_offsets
 from dynagnn.graph.cache import FIFOCache, LRUCache, StaticCache
@@ -38,7 +38,7 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
     batches.
 
     indptr int64 [N+1], indices int64 [nnz]: CSR of the graph; train_nodes int64 [T] distinct.
-    Epoch e orders the training nodes by :func:`~dynagnn.graph.order.epoch_order` and samples its
+    Epoch e orders the training nodes by :class:`~dynagnn.graph.order.EpochOrders` and samples its
     batch b with :func:`~dynagnn.graph.sample.batch_rng` (seed, e, b), as sampled training does, so
     the two see the same lookups (``sequences``: the proximity order's BFS sequences, as training's
     shuffling-error check chose them; None: the order's default). Caches persist across epochs (warm
@@ -63,8 +63,9 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
         caches = {(p, f): _make_cache(p, int(round(f * n)), degree)
                   for p in policies for f in fractions}
         batches = 0
+        orders = EpochOrders(order, indptr, indices, train, seed, sequences)
         for e in range(int(epochs)):
-            seq = epoch_order(order, indptr, indices, train, seed, e, sequences)
+            seq = orders(e)
             for b, b0 in enumerate(range(0, seq.size, int(batch_size))):
                 ids = sampler.input_nodes(seq[b0:b0 + int(batch_size)], batch_rng(seed, e, b))
                 batches += 1

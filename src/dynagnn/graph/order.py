@@ -39,7 +39,8 @@ Choices where the paper is vague (see the BGL notes, §3.2):
 * Counts: 1, 2, 4, ... (doubling) up to :data:`MAX_SEQUENCES` ("hundreds", BGL) or the number of
   training nodes, searched by bisection for the least that passes (the error falls with the count;
   each try costs a BFS per draw, so ~4 tries, not BGL's one by one); when none passes, the largest.
-* Each epoch draws fresh roots, shifts and phases (seeded by seed + epoch); the count stays.
+* The sequences of a run are generated once and each epoch arranges them afresh
+  (:class:`EpochOrders`); the count stays.
 """
 
 from __future__ import annotations
@@ -186,11 +187,18 @@ def proximity_order(indptr, indices, train_nodes, *, sequences: int | None = Non
     rng = np.random.default_rng(seed)
     roots = t[rng.choice(t.size, size=s, replace=False)]
     nodes, _ = bfs_sequences(indptr, indices, t, roots, rng, components)
-    nodes = np.roll(nodes, -int(rng.integers(t.size)))                 # circular shift
-    piece = (np.arange(t.size, dtype=np.int64) * s) // t.size          # s equal sequences
+    return _take_turns(nodes, s, rng)
+
+
+def _take_turns(nodes: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
+    """``nodes`` (BFS sequences one after the other) circularly shifted at random, cut into ``s``
+    equal sequences, merged round-robin (each advancing at the same relative pace)."""
+    T = nodes.size
+    nodes = np.roll(nodes, -int(rng.integers(T)))                       # circular shift
+    piece = (np.arange(T, dtype=np.int64) * s) // T                     # s equal sequences
     length = np.bincount(piece, minlength=s)
-    pos = np.arange(t.size, dtype=np.int64) - (np.cumsum(length) - length)[piece]
-    key = (pos + rng.random(s)[piece]) / length[piece]                 # round-robin
+    pos = np.arange(T, dtype=np.int64) - (np.cumsum(length) - length)[piece]
+    key = (pos + rng.random(s)[piece]) / length[piece]                  # round-robin
     return nodes[np.lexsort((piece, key))]
 
 
@@ -290,14 +298,42 @@ def choose_sequences(indptr, indices, train_nodes, labels, batch_size: int, *, w
 ORDERS = ("random", "proximity")
 
 
+class EpochOrders:
+    """The order of ``train_nodes`` in every epoch, what sampled training and the cache simulation cut
+    into mini-batches: ``orders(epoch)`` -> int64 [T].
+
+    ``random``: a fresh shuffle per epoch (seeded by seed + epoch). ``proximity``: BGL's ``sequences``
+    BFS sequences generated once (from ``seed``'s roots) and reused, each epoch arranged afresh (BGL:
+    "constructs each training batch by introducing randomness and reusing generated sequences"):
+    the sequences in a random order, a random circular shift and fresh turns, seeded by (seed, epoch).
+    So the BFS, seconds on a graph of millions of vertices, runs once per run, not per epoch.
+    """
+
+    def __init__(self, order: str, indptr, indices, train_nodes, seed: int, sequences: int | None = None):
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+        self.order, self.seed = order, int(seed)
+        self.train = _as_train(train_nodes)
+        if order == "proximity" and self.train.size:
+            indptr = np.asarray(indptr, dtype=np.int64)
+            t = _as_train(self.train, indptr.size - 1)
+            s = DEFAULT_SEQUENCES if sequences is None else int(sequences)
+            if s < 1:
+                raise ValueError("sequences must be >= 1")
+            self.sequences = min(s, t.size)
+            rng = np.random.default_rng(self.seed)
+            roots = t[rng.choice(t.size, size=self.sequences, replace=False)]
+            self.nodes, self.seq = bfs_sequences(indptr, indices, t, roots, rng)
+
+    def __call__(self, epoch: int) -> np.ndarray:
+        if self.order == "random" or self.train.size == 0:
+            return random_order(self.train, self.seed + epoch)
+        rng = np.random.default_rng([self.seed, int(epoch)])
+        regions = np.argsort(rng.permutation(self.sequences)[self.seq], kind="stable")
+        return _take_turns(self.nodes[regions], self.sequences, rng)
+
+
 def epoch_order(order: str, indptr, indices, train_nodes, seed: int, epoch: int,
                 sequences: int | None = None) -> np.ndarray:
-    """int64 [T]: the training nodes of ``epoch`` in ``order`` (``random``: a fresh shuffle per epoch;
-    ``proximity``: BGL's order of ``sequences`` sequences with fresh roots and shifts per epoch),
-    seeded by ``seed + epoch``. The cache simulation and sampled training both cut it into
-    mini-batches."""
-    if order == "random":
-        return random_order(train_nodes, seed + epoch)
-    if order == "proximity":
-        return proximity_order(indptr, indices, train_nodes, sequences=sequences, seed=seed + epoch)
-    raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+    """int64 [T]: the training nodes of ``epoch`` in ``order`` (one epoch of :class:`EpochOrders`)."""
+    return EpochOrders(order, indptr, indices, train_nodes, seed, sequences)(epoch)

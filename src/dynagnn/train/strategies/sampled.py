@@ -2,11 +2,11 @@
 training seeds in proximity-aware order, isolated pipeline stages and BGL's partition of the seeds.
 
 The unit of work is a training vertex (a seed); a step is a mini-batch of ``batch_size`` seeds of
-this worker. Each epoch orders the worker's seeds (:func:`~dynagnn.graph.order.epoch_order`,
+this worker. Each epoch orders the worker's seeds (:class:`~dynagnn.graph.order.EpochOrders`,
 ``order``: BGL's ``proximity`` order, with as many BFS sequences as BGL's shuffling-error check on
-the labels chooses before training (:func:`~dynagnn.graph.order.choose_sequences`), or ``random``),
-cuts them into mini-batches and feeds them to
-the stage pipeline (:mod:`dynagnn.train.stages`): sampler processes draw each batch's neighbours
+the labels chooses before training (:func:`~dynagnn.graph.order.choose_sequences`), generated once
+and arranged afresh each epoch, or ``random``), cuts them into mini-batches and feeds them to the
+stage pipeline (:mod:`dynagnn.train.stages`): sampler processes draw each batch's neighbours
 (``fanouts``, hop 0 = the seeds) and build the model's blocks, the fetch stage reads the input rows
 through the feature cache (:mod:`dynagnn.train.cache`: level 1 on the device, level 2 on the host,
 the store below), the training stage runs the model. Nothing is loaded whole: the graph's CSR is
@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from dynagnn.errors import ConfigError
-from dynagnn.graph.order import choose_sequences, epoch_order
+from dynagnn.graph.order import EpochOrders, choose_sequences
 from dynagnn.graph.partition import bgl_partition, hash_partition
 from dynagnn.models.heads import NodeClassifier
 from dynagnn.models.sage import SAMPLED_MODELS, SampledGNN
@@ -201,6 +201,7 @@ class Sampled(Strategy):
         self.sequences, self.sequence_errors = (None, []) if self.order != "proximity" else choose_sequences(
             run.indptr, run.indices, self.own, run.labels, self.batch_size, workers=P, num_train=train.size,
             seed=self.seed)
+        self.orders = EpochOrders(self.order, run.indptr, run.indices, self.own, self.seed, self.sequences)
         degree = np.diff(run.indptr)
         self.cache = FeatureCache(run.rows, int(float(o["cache_l1_mb"]) * MIB), int(float(o["cache_l2_mb"]) * MIB),
                                   run.device, policy, degree.astype(np.float64))
@@ -228,8 +229,7 @@ class Sampled(Strategy):
 
     # ---------------------------------------------------------------- training
     def start_epoch(self, epoch: int) -> None:
-        run = self.run
-        seq = epoch_order(self.order, run.indptr, run.indices, self.own, self.seed, epoch, self.sequences)
+        seq = self.orders(epoch)
         batches = [seq[i:i + self.batch_size] for i in range(0, seq.size, self.batch_size)]
         self._steps = batches + [seq[:0]] * (self.steps_per_epoch - len(batches))
         self._epoch_start = self.cache.stats()
