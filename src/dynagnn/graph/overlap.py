@@ -290,15 +290,16 @@ class PartitionGraph:
             return self.shared.spmm(z.reshape(n, f)).reshape(1, n, f)
         y = z * self.dinv                                                            # [s, N, F]
         k = max(1, min(s, MAX_COALESCED // max(f, 1)))
+        # split/unbind, not y[a:b] or y[i] per block: the backward of each index would write an
+        # [s, N, F] zero gradient (s of them per frame); split's backward is one concatenation
         parts = []
-        for a in range(0, s, k):
-            b = min(s, a + k)
-            coal = y[a:b].transpose(0, 1).reshape(n, (b - a) * f)                    # [N, k·F]
-            parts.append(self.shared.spmm(coal).reshape(n, b - a, f).transpose(0, 1))
+        for blk in torch.split(y, k):
+            coal = blk.transpose(0, 1).reshape(n, blk.shape[0] * f)                  # [N, k·F]
+            parts.append(self.shared.spmm(coal).reshape(n, blk.shape[0], f).transpose(0, 1))
         out = parts[0] if len(parts) == 1 else torch.cat(parts)                      # [s, N, F]
         if any(e is not None for e in self.exclusive):
-            out = out + torch.stack([e.spmm(y[i]) if e is not None else y.new_zeros(n, f)
-                                     for i, e in enumerate(self.exclusive)])
+            out = out + torch.stack([e.spmm(yi) if e is not None else torch.zeros_like(yi)
+                                     for yi, e in zip(y.unbind(0), self.exclusive)])
         return out * self.dinv
 
 

@@ -54,12 +54,12 @@ class Frame:
         parallel aggregation over the partitions, else one product per snapshot."""
         with section("graph_op"):
             if self.parts is not None:
-                outs, a = [], 0
-                for p in self.parts:
-                    outs.append(p.aggregate(z[a:a + p.size]))
-                    a += p.size
-                return outs[0] if len(outs) == 1 else torch.cat(outs)
-            return torch.stack([csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, z)])
+                if len(self.parts) == 1:
+                    return self.parts[0].aggregate(z)
+                # split, not z[a:b] per partition (see PartitionGraph.aggregate)
+                zs = torch.split(z, [p.size for p in self.parts])
+                return torch.cat([p.aggregate(zi) for p, zi in zip(self.parts, zs)])
+            return torch.stack([csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, z.unbind(0))])
 
     def adjacency(self, i: int) -> Adjacency:
         return self.adjs[i]
@@ -204,8 +204,9 @@ class StackedGNN(DynamicGNN):
         raw features) -> [S, N, S_l]. This default calls :meth:`spatial` per snapshot; a model whose
         spatial part it can batch overrides it (one GEMM on the row-stacked features, the parallel
         aggregation, ``Â X`` from the reuse cache)."""
-        return torch.stack([self.spatial(layer, frame.adjacency(i), frame.x[i] if z is None else z[i], frame.x[i])
-                            for i in range(frame.size)])
+        xs = frame.x.unbind(0)
+        zs = xs if z is None else z.unbind(0)      # unbind: one gradient for the frame, not S slices
+        return torch.stack([self.spatial(layer, frame.adjacency(i), zs[i], xs[i]) for i in range(frame.size)])
 
     def frame_forward(self, frame: Frame, state: State) -> tuple[Sequence[torch.Tensor], State]:
         """Each layer's spatial part over the whole frame, then its temporal part along the frame:

@@ -117,8 +117,9 @@ class _EvolveGCN(DynamicGNN):
             w, ws = state[l], []
             with section("rnn"):
                 layer_in = frame.x if z is None else z     # None for -O, whose GRU reads only W
+                ins = [None] * frame.size if layer_in is None else layer_in.unbind(0)
                 for i in range(frame.size):
-                    w = cell(self._rnn_input(l, None if layer_in is None else layer_in[i], w), w)
+                    w = cell(self._rnn_input(l, ins[i], w), w)
                     ws.append(w)
             az = frame.ax if z is None else frame.aggregate(z)
             with section("nn_op"):
