@@ -342,6 +342,17 @@ class FrameEngine:
             out.append((a, size, self.tuner.s_per(a, size) if self.tuner.frozen else 1))
         return out
 
+    def prepare_host(self, ranges: Sequence[Sequence[int]]) -> None:
+        """Decide S_per and build the host matrices of every partition of ``ranges`` now (PiPAD does
+        this overlap extraction in its preparing epochs), rather than in the first frames that meet
+        them. Nothing to build when the model reads only the reused ``Â X``."""
+        if not self.tuner.frozen or ("parts" not in self.needs and self.reuse):
+            return
+        for ts in ranges:
+            for a, size, s_per in self.frames_of(ts):
+                for b in range(a, a + size, s_per):
+                    self._host_part(b, min(s_per, a + size - b))
+
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
         self.prefetch.schedule([k for ts in ranges for k in self.frames_of(ts)])
@@ -430,13 +441,17 @@ class Frames(Strategy):
                                   memory_bytes=(o.get("frame_memory_mb") or 0) * MiB or None, timer=run.timer)
         log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
                  "on" if self.engine.reuse else "off", "on" if self.engine.prefetch.enabled else "off")
+        self.engine.prepare_host(self._epoch_windows())
+
+    def _epoch_windows(self) -> list[list[int]]:
+        """The training windows in the order the epoch's steps run them."""
+        return [w for s in self.steps(self.run.train_ends, self.run.batch_windows) for w in self.run.windows(s)]
 
     def start_epoch(self, epoch: int) -> None:
         # evaluation's frames are not the epoch's: start the counters here
         self.engine.take_counts()
         self.engine.prefetch.take_stats()
-        steps = self.steps(self.run.train_ends, self.run.batch_windows)
-        self.engine.schedule([w for s in steps for w in self.run.windows(s)])
+        self.engine.schedule(self._epoch_windows())
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor:
         state = self.run.model.initial_state(self.run.num_nodes, self.run.device)
@@ -458,6 +473,7 @@ class Frames(Strategy):
             S = tuner.freeze(per_snapshot, rate)
             log.info("frames: profiling epoch done, S = %d snapshots per frame (memory bound %.0f MiB, "
                      "%.0f KiB per snapshot)", S, tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024)
+            self.engine.prepare_host(self._epoch_windows())
         return {"frame_size": float(tuner.frame_size),
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),
                 "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
