@@ -70,7 +70,7 @@ NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
 
 # Strategies that run the schedule stage's plan (BLAD and its baselines), on 2 processes per worker.
-GROUP_STRATEGIES = ("group", "blad_nm", "blad_even")
+GROUP_STRATEGIES = ("group", "blad_nm", "blad_even", "group_frames")
 
 
 def train_plan(wildcards):

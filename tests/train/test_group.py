@@ -247,3 +247,47 @@ def test_compare_refuses_a_run_that_did_not_finish(tmp_path, capfd):
                            "--figure", str(tmp_path / "c.png")], tmp_path, "no metrics.parquet here")
     assert_refused(capfd, ["compare", "group", "--out", str(tmp_path / "c.parquet"), "--figure",
                            str(tmp_path / "c.png")], tmp_path, "expected STRATEGY=DIR")
+
+
+def _frames_steps(ctx, comm, store_path, cases):
+    """Two steps of each case (the second reads the first-layer aggregations from the reuse cache);
+    the second's (loss, grads)."""
+    out = {}
+    for key, (model, plan, ends, extra) in cases.items():
+        tr = Trainer(store_path, config(model, "group_frames", 1, plan=plan, **extra), progress=False, ctx=ctx,
+                     comm=comm)
+        tr.strategy.start_epoch(0)
+        for epoch in (0, 1):
+            tr.run.epoch = epoch
+            tr.optimizer.zero_grad(set_to_none=True)
+            loss = tr.strategy.train_step(ends)
+        named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
+        out[key] = (loss, {k: p.grad.clone() for k, p in named if p.grad is not None},
+                    tr.strategy.engine.counts["first_layer_aggregations"])
+        tr.strategy.engine.close()
+    return out
+
+
+def test_group_frames_equal_sequential(store, tmp_path):
+    """BLAD × PiPAD: each of the two processes runs its parts of the groups through the frame engine
+    (frames of 2, reuse and pipeline on or off): loss and gradients equal sequential's; with reuse,
+    each snapshot's first aggregation is computed once over both steps."""
+    ends = training_ends(open_store(store), WINDOW)
+    cases, plans = {}, {}
+    for m in ("wdgcn", "evolvegcn_o"):
+        plans[m] = make_plan(store, m, 1, tmp_path / f"{m}.json")
+        for reuse, pipeline in (("on", "on"), ("off", "off")):
+            cases[(m, reuse)] = (m, str(tmp_path / f"{m}.json"), ends,
+                                 {"frame_size": 2, "frame_reuse": reuse, "pipeline": pipeline})
+    results = run_on(1, _frames_steps, store, cases, procs_per_worker=2, timeout=300)
+    for (m, reuse), _ in cases.items():
+        ref = one_step(store, config(m, "sequential", 1), ends)
+        for res in results:
+            _check_equal(res[(m, reuse)], ref)
+    for m in ("wdgcn", "evolvegcn_o"):  # with the cache each snapshot of a process's parts is aggregated once
+        split = dict(zip(plans[m].processes[0].groups, plans[m].processes[0].splits.tolist()))
+        parts = [[list(range(t - WINDOW + 1, t + 1))[:split[t]] for t in ends],
+                 [list(range(t - WINDOW + 1, t + 1))[split[t]:] for t in ends]]
+        for rank, res in enumerate(results):
+            assert res[(m, "off")][2] == 2 * sum(map(len, parts[rank]))  # two steps, every snapshot each time
+            assert res[(m, "on")][2] == len({s for p in parts[rank] for s in p})

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-PLANNED = {"group": "balanced", "blad_nm": "balanced", "blad_even": "even"}
+PLANNED = {"group": "balanced", "blad_nm": "balanced", "blad_even": "even", "group_frames": "balanced"}
 COLUMNS = ["strategy", "epochs", "epoch_s", "predicted_epoch_s", "replanned_epoch_s", "sync_share", "predicted_sync_share",
            "overlap_share", "predicted_overlap_share", "best_val"]
 

@@ -10,7 +10,8 @@
   inter-frame reuse of ``Â_t X_t``, a pipelined feed, the tuner deciding S at run time.
 - ``group``: BLAD's snapshot groups per worker, two co-located processes per worker with the
   planned split, a deferred-backward queue and the planned operator order; its baselines
-  ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering).
+  ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering);
+  ``group_frames``: BLAD × PiPAD, each of the two processes running its parts through the frame engine.
 - ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
   cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
   baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
@@ -22,14 +23,14 @@ from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.strategies.events import EventStrategy
 from dynagnn.train.strategies.frames import Frames
-from dynagnn.train.strategies.group import BladEven, BladNM, GroupPipeline
+from dynagnn.train.strategies.group import BladEven, BladNM, GroupFrames, GroupPipeline
 from dynagnn.train.strategies.sampled import Sampled, SampledNoCache, SampledRandom, SampledStatic
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
 from dynagnn.train.strategies.vertex import VertexPartition
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
-                                                                   GroupPipeline, BladNM, BladEven, EventStrategy, Frames,
+                                                                   GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
                                                                    Sampled, SampledNoCache, SampledStatic, SampledRandom)}
 
 

@@ -399,6 +399,34 @@ class FrameEngine:
             self.counts["snapshots"] += p.frame.size
         return hs, state
 
+    def start_epoch(self, ranges: Sequence[Sequence[int]]) -> None:
+        """Before an epoch's training: its counters start here (evaluation's frames are not the
+        epoch's), and the producer is given the ``ranges`` the epoch will run, in order."""
+        self.take_counts()
+        self.prefetch.take_stats()
+        self.schedule(ranges)
+
+    def end_epoch(self, seconds: float, ranges) -> dict[str, float]:
+        """After an epoch's training of ``seconds``: its figures for metrics.parquet (frame size,
+        first-layer aggregations, bytes fed, exposed and hidden transfer). After the profiling epoch
+        (one snapshot per frame), its compute time and feed rate freeze S and the partitions of
+        ``ranges()`` (the epoch's ranges) are built on the host."""
+        self.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
+        c = self.take_counts()
+        p = self.prefetch.take_stats()
+        tuner = self.tuner
+        if not tuner.frozen:
+            per_snapshot = seconds / max(c["snapshots"], 1)
+            rate = c["bytes_fed"] / p["exposed_s"] if p["exposed_s"] > 0 and c["bytes_fed"] else None
+            S = tuner.freeze(per_snapshot, rate)
+            log.info("frames: profiling epoch done, S = %d snapshots per frame (memory bound %.0f MiB, "
+                     "%.0f KiB per snapshot)", S, tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024)
+            self.prepare_host(ranges())
+        return {"frame_size": float(tuner.frame_size),
+                "first_layer_aggregations": float(c["first_layer_aggregations"]),
+                "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
+                "transfer_hidden_s": p["hidden_s"]}
+
     def take_counts(self) -> dict:
         c = dict(self.counts)
         for k in self.counts:
@@ -432,15 +460,7 @@ class Frames(Strategy):
 
     def setup(self, run: Run) -> None:
         super().setup(run)
-        o = run.options
-        size = o.get("frame_size")
-        self.engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
-                                  run.features, run.num_nodes, run.device, window=run.window,
-                                  frame_size=size, reuse=o.get("frame_reuse", "on") == "on",
-                                  pipeline=o.get("pipeline", "auto") != "off",
-                                  memory_bytes=(o.get("frame_memory_mb") or 0) * MiB or None, timer=run.timer)
-        log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
-                 "on" if self.engine.reuse else "off", "on" if self.engine.prefetch.enabled else "off")
+        self.engine = engine_for(run)
         self.engine.prepare_host(self._epoch_windows())
 
     def _epoch_windows(self) -> list[list[int]]:
@@ -448,10 +468,7 @@ class Frames(Strategy):
         return [w for s in self.steps(self.run.train_ends, self.run.batch_windows) for w in self.run.windows(s)]
 
     def start_epoch(self, epoch: int) -> None:
-        # evaluation's frames are not the epoch's: start the counters here
-        self.engine.take_counts()
-        self.engine.prefetch.take_stats()
-        self.engine.schedule(self._epoch_windows())
+        self.engine.start_epoch(self._epoch_windows())
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor:
         state = self.run.model.initial_state(self.run.num_nodes, self.run.device)
@@ -462,19 +479,20 @@ class Frames(Strategy):
         return self.backward_windows(ends)
 
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
-        self.engine.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
-        c = self.engine.take_counts()
-        p = self.engine.prefetch.take_stats()
-        tuner = self.engine.tuner
-        if not tuner.frozen:
-            # the profiling epoch: one snapshot per frame; its compute time and feed rate decide S
-            per_snapshot = seconds / max(c["snapshots"], 1)
-            rate = c["bytes_fed"] / p["exposed_s"] if p["exposed_s"] > 0 and c["bytes_fed"] else None
-            S = tuner.freeze(per_snapshot, rate)
-            log.info("frames: profiling epoch done, S = %d snapshots per frame (memory bound %.0f MiB, "
-                     "%.0f KiB per snapshot)", S, tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024)
-            self.engine.prepare_host(self._epoch_windows())
-        return {"frame_size": float(tuner.frame_size),
-                "first_layer_aggregations": float(c["first_layer_aggregations"]),
-                "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
-                "transfer_hidden_s": p["hidden_s"]}
+        return self.engine.end_epoch(seconds, self._epoch_windows)
+
+
+def engine_for(run: Run) -> FrameEngine:
+    """The frame engine of a run with the frames options (``frame_size``, ``frame_reuse``,
+    ``pipeline``, ``frame_memory_mb`` in ``run.options``): the frames strategy's, and each group
+    process's (``group_frames``)."""
+    o = run.options
+    size = o.get("frame_size")
+    engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
+                         run.features, run.num_nodes, run.device, window=run.window,
+                         frame_size=size, reuse=o.get("frame_reuse", "on") == "on",
+                         pipeline=o.get("pipeline", "auto") != "off",
+                         memory_bytes=(o.get("frame_memory_mb") or 0) * MiB or None, timer=run.timer)
+    log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
+             "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
+    return engine

@@ -333,6 +333,25 @@ class GroupPipeline(Strategy):
         run.comm.all_reduce(loss, "loss")
         return float(loss.item())
 
+    def _forward(self, ts: Sequence[int], state):
+        """This process's part of a group: snapshots ``ts`` forward from ``state``; (the last
+        embedding, the state after it). Each snapshot's step is measured (for the re-plan)."""
+        h = None
+        for s in ts:
+            with self._measured.forward(s, self.run.device):
+                h, state = self.local._step(s, state)
+        return h, state
+
+    def _parts(self) -> list[list[int]]:
+        """The snapshot ranges this process runs for the epoch's steps, in order."""
+        run, mine = self.run, []
+        for step in self.steps(run.train_ends, run.batch_windows):
+            for t in step:
+                if self.owner[int(t)] == run.ctx.worker:
+                    ts = run.windows([t])[0]
+                    mine.append(ts[: self.split[t]] if self.p1 else ts[self.split[t]:])
+        return mine
+
     def _head(self, groups: list[int]) -> float:
         """p1: the first p_i snapshots of each group forward, hand-over, deferred backward."""
         run, queue, sends = self.run, deque(), []
@@ -341,10 +360,7 @@ class GroupPipeline(Strategy):
             if i < len(groups) and len(queue) < PIPELINE_DEPTH:
                 t = groups[i]
                 ts = run.windows([t])[0][: self.split[t]]
-                state = run.model.initial_state(run.num_nodes, run.device)
-                for s in ts:
-                    with self._measured.forward(s, run.device):
-                        _, state = self.local._step(s, state)
+                _, state = self._forward(ts, run.model.initial_state(run.num_nodes, run.device))
                 flat = self._flatten(state)
                 wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
                 sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
@@ -379,10 +395,8 @@ class GroupPipeline(Strategy):
                 size = run.comm.recv(torch.zeros(1, dtype=torch.int64), self.partner, "handoff.inputs", phase="sync_wait")
                 inputs = run.comm.recv(torch.zeros(3, int(size.item()), dtype=torch.int64), self.partner,
                                        "handoff.inputs", phase="sync_wait")
-            h, ts = None, run.windows([t])[0][self.split[t]:]
-            for s in ts:
-                with self._measured.forward(s, run.device):
-                    h, state = self.local._step(s, state)
+            ts = run.windows([t])[0][self.split[t]:]
+            h, state = self._forward(ts, state)
             with self._measured.tail(t, run.device):
                 loss, grad_h = head_backward(run, h, t, 1.0 / batch, inputs=inputs)
             if grad_h is not None:
@@ -504,3 +518,52 @@ class BladEven(GroupPipeline):
     baseline = True
     reorder = False
     replan_measured = False
+
+
+class GroupFrames(GroupPipeline):
+    """BLAD × PiPAD: the group strategy whose two processes each run their part of every group
+    through PiPAD's frame engine (:class:`~dynagnn.train.strategies.frames.FrameEngine`: parallel
+    aggregation over a frame's snapshots, reuse of first-layer aggregations across frames and epochs,
+    the pipelined feed), with the frames options (``frame_size``, ``frame_reuse``, ``pipeline``).
+    A part is measured as a whole for the re-plan, its time shared evenly among its snapshots."""
+
+    name = "group_frames"
+
+    @classmethod
+    def check(cls, config, model, num_nodes, workers):
+        super().check(config, model, num_nodes, workers)
+        if getattr(config, "transfer", "full") != "full":
+            raise ConfigError(f"the {cls.name} strategy feeds overlap-aware partitions, not graph differences: "
+                              "set transfer full")
+
+    @staticmethod
+    def run_options(config) -> dict:
+        from dynagnn.train.strategies.frames import Frames
+
+        return Frames.run_options(config)
+
+    def setup(self, run: Run) -> None:
+        from dynagnn.train.strategies.frames import engine_for
+
+        super().setup(run)
+        self.engine = engine_for(run)
+        self.engine.prepare_host(self._parts())
+
+    def _forward(self, ts: Sequence[int], state):
+        ts = list(ts)
+        if not self._measured.on:
+            hs, state = self.engine.forward(ts, state)
+            return hs[-1], state
+        box = []
+        with self._measured._timed(self.run.device, box.append):
+            hs, state = self.engine.forward(ts, state)
+        for s in ts:
+            self._measured.fwd.setdefault(int(s), []).append(box[0] / len(ts))
+        return hs[-1], state
+
+    def start_epoch(self, epoch: int) -> None:
+        self.engine.start_epoch(self._parts())
+
+    def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
+        out = super().epoch_metrics(epoch, seconds)  # re-plans after the first epoch: parts change
+        return {**out, **self.engine.end_epoch(seconds, self._parts)}
