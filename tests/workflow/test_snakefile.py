@@ -166,6 +166,16 @@ def test_workflow_config_typo_and_bad_input(tmp_path):
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
     run = snakemake(wd)  # a run on a dataset the config lacks
     assert run.returncode != 0 and "no dataset 'brokn' (did you mean 'broken'?)" in run.stdout + run.stderr
+    cfg["datasets"]["synth"] = TINY["synth"]
+    for runs, message in (([{"dataset": "synth", "models": ["tgn"], "strategies": ["events"]}],
+                           "train run synth/tgn: tgn trains on an event stream; dataset synth (format synthetic) has none"),
+                          ([{"dataset": "broken", "models": ["jodie"], "strategies": ["sequential"]}],
+                           "train run broken/jodie: jodie is an event model; train it with strategy events, not sequential")):
+        cfg["train"]["runs"] = runs
+        (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+        run = snakemake(wd, "-n")  # told when the config is read
+        assert run.returncode != 0 and message in run.stdout + run.stderr
+    del cfg["datasets"]["synth"]
     cfg["train"]["runs"] = []
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
     run = snakemake(wd)
