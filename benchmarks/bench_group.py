@@ -125,6 +125,7 @@ def main() -> dict:
         "group 1x2": ("group", 1, 1, plans[1], True),
         "blad_nm 1x2": ("blad_nm", 1, 1, plans[1], True),
         "blad_even 1x2": ("blad_even", 1, 1, plans[1], True),
+        "group_frames 1x2": ("group_frames", 1, 1, plans[1], True),
         "snapshot 2x1": ("snapshot", 2, 1, None, True),
         "vertex 2x1": ("vertex", 2, 1, None, True),
         "group 2x2": ("group", 2, 1, plans[2], False),
@@ -149,6 +150,7 @@ def main() -> dict:
     print(f"  group 1x2 vs sequential (2 threads):  {e['sequential 1x1, 2 threads'] / e['group 1x2']:.2f}x")
     print(f"  group 1x2 vs snapshot 2x1 (ESDG):     {e['snapshot 2x1'] / e['group 1x2']:.2f}x   (paper: 1.27x at 2 GPUs)")
     print(f"  group 1x2 vs vertex 2x1:              {e['vertex 2x1'] / e['group 1x2']:.2f}x   (paper: 1.79x)")
+    print(f"  group_frames 1x2 vs group 1x2:        {e['group 1x2'] / e['group_frames 1x2']:.2f}x   (BLAD x PiPAD)")
     print(f"  group 2x2 vs snapshot 2x1:            {e['snapshot 2x1'] / e['group 2x2']:.2f}x   (oversubscribed)")
     print(f"  group 2x2 vs vertex 2x1:              {e['vertex 2x1'] / e['group 2x2']:.2f}x   (oversubscribed)")
     print(f"  sync-wait share, even -> balanced split (1x2): {med['blad_even 1x2']['sync_share']:.1%} -> "

@@ -178,12 +178,45 @@ def transfer(paths: dict, repeats: int = 5) -> list[dict]:
     return rows
 
 
+def link_head(num_nodes: int = 5000, pairs: int = 65_000, dim: int = 32, repeats: int = 20) -> dict:
+    """The link head's first layer per pair (the MLP on [h_u ‖ h_v], as EvolveGCN writes it) against
+    per node ((h W_uᵀ)[u] + (h W_vᵀ)[v], what LinkPredictor does when pairs outnumber nodes), forward
+    and backward side by side: one snapshot's positives and negatives of the blad_group store."""
+    import statistics
+    import time
+
+    import torch
+
+    from dynagnn.models.heads import LinkPredictor
+
+    torch.manual_seed(0)
+    head = LinkPredictor(dim)
+    idx = torch.randint(0, num_nodes, (2, pairs))
+    per_pair = lambda h: head.mlp(torch.cat([h[idx[0]], h[idx[1]]], dim=1)).squeeze(-1)  # noqa: E731
+    per_node = lambda h: head(h, idx)  # noqa: E731
+    times = {"per pair": [], "per node": []}
+    for _ in range(repeats):  # interleaved, so a noisy neighbour slows both alike
+        for name, fn in (("per pair", per_pair), ("per node", per_node)):
+            h = torch.randn(num_nodes, dim, requires_grad=True)
+            t0 = time.perf_counter()
+            fn(h).sum().backward()
+            times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n== link head, {pairs:,} pairs on {num_nodes:,} nodes, width {dim}, forward + backward, "
+          f"medians of {repeats}, {torch.get_num_threads()} thread(s)")
+    for name, sec in med.items():
+        print(f"  {name:<10s} {1e3 * sec:8.2f} ms")
+    print(f"  per node is {med['per pair'] / med['per node']:.2f}x faster")
+    return med
+
+
 def main() -> dict:
     edges = int(os.environ.get("DYNAGNN_BENCH_TRAIN_EDGES", 500_000))
     epochs = int(os.environ.get("DYNAGNN_BENCH_TRAIN_EPOCHS", 4))
     college = collegemsg_store(1)
     synth = synthetic_store(edges)
-    result = {"loops": compare_loops(college, "CollegeMsg weekly", epochs, window=4, hidden=32)}
+    result = {"link_head": link_head()}
+    result["loops"] = compare_loops(college, "CollegeMsg weekly", epochs, window=4, hidden=32)
     result["loops"] += compare_loops(synth, f"churn {edges:,} edges/snapshot", max(2, epochs - 1), window=4,
                                      hidden=32, max_edges=20_000)
     result["checkpointing"] = checkpointing(synthetic_store(edges, 20), window=16)
