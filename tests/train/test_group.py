@@ -291,3 +291,20 @@ def test_group_frames_equal_sequential(store, tmp_path):
         for rank, res in enumerate(results):
             assert res[(m, "off")][2] == 2 * sum(map(len, parts[rank]))  # two steps, every snapshot each time
             assert res[(m, "on")][2] == len({s for p in parts[rank] for s in p})
+
+
+def test_steps_when_steps_outnumber_a_workers_groups():
+    """B = 1 with 2 workers: more steps than either worker's groups; each step takes at most one
+    group of each worker, every group once, in each worker's order (no error)."""
+    from types import SimpleNamespace
+
+    from dynagnn.train.strategies.group import GroupPipeline
+
+    s = GroupPipeline.__new__(GroupPipeline)
+    s.order = [[2, 3, 4], [5, 6]]
+    s.run = SimpleNamespace(ctx=SimpleNamespace(is_main=False))
+    steps = s.steps([2, 3, 4, 5, 6], 1)
+    assert sorted(g for st in steps for g in st) == [2, 3, 4, 5, 6]
+    assert all(sum(g in w for g in st) <= 1 for st in steps for w in s.order)
+    for w in s.order:
+        assert [g for st in steps for g in st if g in w] == w

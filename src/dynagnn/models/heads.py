@@ -31,12 +31,12 @@ class LinkPredictor(nn.Module):
         self.mlp = _mlp(2 * dim, hidden or dim, 1)
 
     def forward(self, h: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        first, rest = self.mlp[0], self.mlp[1:]
         if pairs.shape[1] <= h.shape[0]:
             return self.mlp(torch.cat([h[pairs[0]], h[pairs[1]]], dim=1)).squeeze(-1)
+        first, act, last = self.mlp
         w_u, w_v = first.weight.split(h.shape[1], dim=1)
         z = (h @ w_u.t())[pairs[0]] + (h @ w_v.t())[pairs[1]] + first.bias
-        return rest(z).squeeze(-1)
+        return last(act(z)).squeeze(-1)
 
 
 class NodeClassifier(nn.Module):

@@ -131,10 +131,10 @@ class EventLinkTask:
         """int64 [B, K]: the fixed negatives of evaluation events of ``split`` (never the true dst,
         unless the pool has a single destination); ``inductive``: of the inductive pass."""
         key = (split, inductive)
-        ev = self._units[split]
-        if inductive:
-            ev = ev[self.inductive[ev]]
-        if key not in self._eval_neg:
+        if key not in self._eval_neg:  # drawn once per split and pass (with their events, for lookups)
+            ev = self._units[split]
+            if inductive:
+                ev = ev[self.inductive[ev]]
             pool = unique_sorted(self.dst[ev]) if inductive else self.all_dst
             rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split], int(inductive)])
             neg = pool[rng.integers(0, pool.size, size=(ev.size, self.eval_negatives))]
@@ -143,8 +143,9 @@ class EventLinkTask:
                 if not bad.any() or pool.size < 2:
                     break
                 neg[bad] = pool[rng.integers(0, pool.size, size=int(bad.sum()))]
-            self._eval_neg[key] = neg
-        return self._eval_neg[key][np.searchsorted(ev, events)]
+            self._eval_neg[key] = (ev, neg)
+        ev, neg = self._eval_neg[key]
+        return neg[np.searchsorted(ev, events)]
 
 
 def _ap_auc(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:

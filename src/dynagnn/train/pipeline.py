@@ -80,11 +80,12 @@ def tensors_of(obj) -> Iterable[torch.Tensor]:
             yield from tensors_of(o)
 
 
-def _put(q: queue.Queue, item, stop: threading.Event) -> None:
-    """Put ``item`` on the bounded queue, waiting for room, unless ``stop`` is set meanwhile."""
+def put_unless_stopped(q: queue.Queue, item, stop: threading.Event, poll: float = 0.1) -> None:
+    """Put ``item`` on the bounded queue, waiting for room, unless ``stop`` is set meanwhile (looked
+    at every ``poll`` seconds)."""
     while not stop.is_set():
         try:
-            q.put(item, timeout=0.1)
+            q.put(item, timeout=poll)
             return
         except queue.Full:
             continue
@@ -137,11 +138,11 @@ class Prefetcher:
                 t0 = time.perf_counter()
                 out = self._produce_one(key)
                 self.stats["busy_s"] += time.perf_counter() - t0
-                _put(q, (key, out), stop)
+                put_unless_stopped(q, (key, out), stop)
         except BaseException as exc:  # handed to the consumer, never lost in the thread
             self._error = exc
         finally:
-            _put(q, (_DONE, None), stop)
+            put_unless_stopped(q, (_DONE, None), stop)
 
     def schedule(self, keys: Iterable[Hashable]) -> None:
         """Start preparing ``keys`` in order (what the consumer will ask for next); forgets any

@@ -43,6 +43,7 @@ import torch.multiprocessing as tmp
 from dynagnn.errors import DynagnnError, one_line
 from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.models.sage import make_blocks
+from dynagnn.train.pipeline import put_unless_stopped
 
 STAGES = ("sample", "fetch", "train")
 
@@ -233,7 +234,7 @@ class Pipeline:
                 item = Batch(b, seeds_sorted, [blk.to(self.device) for blk in blocks], x)
                 t2 = time.perf_counter()
                 self.times.add("fetch_busy", t2 - t1)
-                self._put(out, item, stop)
+                put_unless_stopped(out, item, stop, self.poll)
                 self.times.add("fetch_block", time.perf_counter() - t2)
             for i in range(k):   # the samplers' own times of this period
                 self.tasks[i].put("times")
@@ -243,16 +244,7 @@ class Pipeline:
                 self.times.add("sample_busy", msg[1])
                 self.times.add("sample_wait", msg[2])
         except BaseException as exc:  # handed to the training stage, which raises it
-            self._put(out, exc, stop)
-
-    def _put(self, out: queue.Queue, item, stop: threading.Event) -> None:
-        """Put on the bounded queue unless the training stage has stopped reading."""
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=self.poll)
-                return
-            except queue.Full:
-                continue
+            put_unless_stopped(out, exc, stop, self.poll)
 
     def batches(self, batches: list[np.ndarray], keys: list[tuple[int, int, int]], update: bool = True
                 ) -> Iterator[Batch]:

@@ -72,6 +72,7 @@ class Task:
     name = ""
     primary = ""        # validation metric early stopping watches
     unit = "snapshot"   # what a training unit is, in messages (a window's last snapshot)
+    prepares_inputs = False  # loss_inputs gives something worth preparing ahead (in another process)
     maximize = True
 
     def __init__(self, store, seed: int = 0):
@@ -112,6 +113,7 @@ class Task:
 class LinkPrediction(Task):
     name = "link"
     primary = "auc"
+    prepares_inputs = True  # the negative sampling
 
     def __init__(self, store, seed: int = 0, neg_ratio: int = 1, eval_negatives: int = 20,
                  max_edges: int | None = None):

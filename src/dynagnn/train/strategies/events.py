@@ -22,6 +22,7 @@ the full pass left it.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -32,6 +33,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph.sample import TemporalNeighbors
 from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
+from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
 from dynagnn.train.event_task import EventLinkTask, link_metrics
 from dynagnn.train.strategies.base import Run, Strategy
@@ -51,10 +53,9 @@ def memory_age_stats(src: np.ndarray, dst: np.ndarray, t: np.ndarray) -> tuple[f
     endpoints (JODIE's standardisation of Δt)."""
     node = np.stack([src, dst], 1).ravel()
     time = np.repeat(t, 2)
-    order = np.argsort(node, kind="stable")
-    n, tt = node[order], time[order]
-    same = n[1:] == n[:-1]
-    gaps = (tt[1:] - tt[:-1])[same]
+    order, first = sort_groups(node)
+    tt = time[order]
+    gaps = (tt[1:] - tt[:-1])[~first[1:]]
     if gaps.size == 0:
         return 0.0, 1.0
     return float(gaps.mean()), float(gaps.std() or 1.0)
@@ -173,11 +174,12 @@ class EventStrategy(Strategy):
                 logits = torch.cat([pos, negs.reshape(-1)])
                 target = torch.cat([torch.ones_like(pos), torch.zeros(negs.numel(), device=pos.device)])
                 loss = F.binary_cross_entropy_with_logits(logits, target) / len(step)
-            if not torch.isfinite(loss):
-                return float(loss.detach())
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                return value
             with section("backward"):
                 loss.backward()
-            total += float(loss.detach())
+            total += value
             if len(step) > 1:  # several batches in one step: each writes before the next reads
                 with section("mailbox"):
                     apply_writes(self.memory, out)

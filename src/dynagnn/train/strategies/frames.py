@@ -34,7 +34,6 @@ state (BLAD's p1 runs [a, b) and hands the state to p2, which runs [b, c)).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -44,10 +43,11 @@ import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.graph import csr
-from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot
+from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot, split_shared
 from dynagnn.models.base import DynamicGNN, Frame, State
 from dynagnn.schedule.tuner import FrameTuner
 from dynagnn.timing import PhaseTimer, section
+from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
@@ -63,10 +63,8 @@ def default_memory_bytes(device: torch.device) -> float:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return 0.5 * free
-    try:
-        return 0.25 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 2.0 * 2 ** 30
+    mem = physical_memory()
+    return 0.25 * mem if mem else 2.0 * 2 ** 30
 
 
 class ReuseCache:
@@ -262,9 +260,10 @@ class FrameEngine:
         for b in range(a, a + size, s):
             key = (b, min(s, a + size - b))
             if key not in self._part_stats:
-                _, split = partition_graph(self.raws[b:b + key[1]], self.N)
-                self._part_stats[key] = (overlap_rate(split) if split is not None else 1.0,
-                                         0)  # bytes filled in when built; estimated below
+                # the rate needs only the split, not the partition's matrices (built if S_per is chosen)
+                rate = 1.0 if key[1] == 1 else overlap_rate(
+                    split_shared([r.triple(self.N) for r in self.raws[b:b + key[1]]], self.N))
+                self._part_stats[key] = (rate, 0)  # bytes filled in when built; estimated below
             r, nb = self._part_stats[key]
             rates.append(r)
             nbytes += nb or int(12 * np.mean([self.raws[i].keys.size for i in range(b, b + key[1])]) *

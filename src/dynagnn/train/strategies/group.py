@@ -62,10 +62,9 @@ from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
-from dynagnn.splits import even_ranges
+from dynagnn.splits import even_sizes
 from dynagnn.timing import trace_segments
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
-from dynagnn.train.tasks import Task
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
@@ -101,7 +100,7 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
         t_ = make_task(task, store, seed)
         dim = build_model(model, store.feature_dim(), hidden).out_dim
         head = t_.head(dim)
-        prepares = type(t_).loss_inputs is not Task.loss_inputs
+        prepares = t_.prepares_inputs
         out = {}
         for t in ends:
             leads, times = [], []
@@ -187,7 +186,7 @@ class GroupPipeline(Strategy):
         self.via_host = ctx.device.type == "cuda" and ctx.backend == "gloo"
         # p1 prepares the loss's inputs (negative sampling), which need no model, while it would
         # otherwise wait for p2: the loss side is most of p2's work on a link task
-        self.prepares = type(run.task).loss_inputs is not Task.loss_inputs
+        self.prepares = run.task.prepares_inputs
         self._state_layout(run)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
@@ -312,7 +311,8 @@ class GroupPipeline(Strategy):
         pieces = []
         for gs in self.order:
             gs = [g for g in gs if g in mine]
-            pieces.append([gs[a:b] for a, b in even_ranges(len(gs), n_steps)])
+            b = np.cumsum([0, *even_sizes(len(gs), n_steps)])  # empty pieces when steps outnumber groups
+            pieces.append([gs[b[k]:b[k + 1]] for k in range(n_steps)])
         steps = [[g for w in range(len(pieces)) for g in pieces[w][k]] for k in range(n_steps)]
         longest = max((len(p) for ps in pieces for p in ps), default=0)
         if longest < PIPELINE_DEPTH and self.run.ctx.is_main:
@@ -474,6 +474,15 @@ class _Measured:
     def forward(self, s: int, device):
         return self._timed(device, lambda dt: self.fwd.setdefault(int(s), []).append(dt))
 
+    def forward_all(self, snapshots, device):
+        """One forward over several snapshots, its time shared evenly among them."""
+        ts = [int(s) for s in snapshots]
+
+        def record(dt):
+            for s in ts:
+                self.fwd.setdefault(s, []).append(dt / len(ts))
+        return self._timed(device, record)
+
     def backward(self, snapshots, device):
         return self._timed(device, lambda dt: self.bwd.append(([int(x) for x in snapshots], dt)))
 
@@ -550,15 +559,8 @@ class GroupFrames(GroupPipeline):
         self.engine.prepare_host(self._parts())
 
     def _forward(self, ts: Sequence[int], state):
-        ts = list(ts)
-        if not self._measured.on:
-            hs, state = self.engine.forward(ts, state)
-            return hs[-1], state
-        box = []
-        with self._measured._timed(self.run.device, box.append):
-            hs, state = self.engine.forward(ts, state)
-        for s in ts:
-            self._measured.fwd.setdefault(int(s), []).append(box[0] / len(ts))
+        with self._measured.forward_all(ts, self.run.device):
+            hs, state = self.engine.forward(list(ts), state)
         return hs[-1], state
 
     def start_epoch(self, epoch: int) -> None:
