@@ -39,11 +39,22 @@ from dynagnn.models.tgnn.updaters import AttentionUpdater, GRUUpdater, RNNUpdate
 @dataclass
 class Writes:
     """Rows to store after the step: ``ids`` int64 [U] distinct nodes, ``values`` [U, D] detached,
-    ``ts`` float64 [U]."""
+    ``ts`` float64 [U]. ``order`` int64 [U]: the stream position of the occurrence each row comes
+    from, ``4·eid + 2·(endpoint) + (destination side)``, which orders rows as the batch's "most
+    recent" choice does, so that writes of one node made on several workers resolve to the one a
+    single worker keeps (the largest order wins)."""
 
     ids: torch.Tensor
     values: torch.Tensor
     ts: torch.Tensor
+    order: np.ndarray | None = None
+
+
+def occurrence_order(batch: EventBatch, occurrence: np.ndarray, endpoint: bool | np.ndarray = True) -> np.ndarray:
+    """:attr:`Writes.order` of positive occurrences (int [n], 2i = source of event i, 2i+1 its
+    destination): an endpoint's own row, or (``endpoint`` False) a row delivered to its neighbour."""
+    occurrence = np.asarray(occurrence, dtype=np.int64)
+    return 4 * batch.eid[occurrence // 2] + 2 * np.asarray(endpoint, dtype=np.int64) + occurrence % 2
 
 
 @dataclass
@@ -138,8 +149,9 @@ class _UniqueMemoryModel(TGNNModel):
         uniq, last = latest_per_node(ids)
         pos = torch.from_numpy(batch.positions(uniq)).to(dev)
         uniq_t = torch.from_numpy(uniq).to(dev)
-        memory = Writes(uniq_t, mem[pos].detach(), mem_ts[pos])
-        mail = Writes(uniq_t, mails[torch.from_numpy(last).to(dev)], torch.from_numpy(ts[last]).to(dev))
+        order = occurrence_order(batch, last)
+        memory = Writes(uniq_t, mem[pos].detach(), mem_ts[pos], order)
+        mail = Writes(uniq_t, mails[torch.from_numpy(last).to(dev)], torch.from_numpy(ts[last]).to(dev), order)
         return BatchOutput(z, memory, mail)
 
 
@@ -210,7 +222,7 @@ class APAN(TGNNModel):
         uniq, last = latest_per_node(ids)
         occ_row = np.stack([np.arange(b), b + np.arange(b)], 1).ravel()  # root row of each occurrence
         memory = Writes(torch.from_numpy(uniq).to(dev), zd[torch.from_numpy(occ_row[last]).to(dev)],
-                        torch.from_numpy(ts[last]).to(dev))
+                        torch.from_numpy(ts[last]).to(dev), occurrence_order(batch, last))
         # mails to the endpoints and their sampled neighbours; per node the latest event's, an
         # endpoint's own mail before a neighbour's of the same event
         nbr = batch.nbr[:2 * b]
@@ -221,5 +233,6 @@ class APAN(TGNNModel):
         key = np.concatenate([2 * ev + 1, 2 * ev[occ_of]])
         uniq_m, pick = latest_per_node(targets, key)
         src_occ = torch.from_numpy(source[pick]).to(dev)
-        mail = Writes(torch.from_numpy(uniq_m).to(dev), mails[src_occ], torch.from_numpy(ts[source[pick]]).to(dev))
+        mail = Writes(torch.from_numpy(uniq_m).to(dev), mails[src_occ], torch.from_numpy(ts[source[pick]]).to(dev),
+                      occurrence_order(batch, source[pick], pick < 2 * b))
         return BatchOutput(z, memory, mail)
