@@ -92,6 +92,9 @@ class TrainConfig:
     time_dim: int = 100
     neighbors: int = 10
     event_negatives: int = 100
+    memory_partitioner: str = "reflexbicut"
+    micro_batches: int | str = 1
+    stale_allreduce: bool = False
     frame_size: int | None = None
     frame_reuse: str = "on"
     pipeline: str = "auto"
