@@ -231,6 +231,11 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--event-batch", type=int, help="event models (tgn, jodie, apan): events per batch (default 200)")
     tr.add_argument("--memory-dim", type=int, help="event models: node-memory width (default 100)")
     tr.add_argument("--neighbors", type=int, help="event models: most recent neighbours per endpoint (default 10)")
+    tr.add_argument("--memory-partitioner", help="tgnn strategies (Sven): reflexbicut (default), hash or range")
+    tr.add_argument("--micro-batches", type=_count_or_word, help="tgnn strategies: micro-batches per worker and "
+                                                                 "batch, a number (default 1) or adaptive")
+    tr.add_argument("--stale-allreduce", action="store_const", const=True,
+                    help="tgnn strategies: one-step-stale gradient all-reduce (default off)")
     tr.add_argument("--fanouts", type=int, nargs="+", help="sampled strategies (BGL): neighbours per layer, the "
                                                           "seeds' first (default 15 10 5)")
     tr.add_argument("--batch-size", type=int, help="sampled strategies: seeds per mini-batch (default 1000)")
@@ -437,7 +442,8 @@ def cmd_schedule(args) -> None:
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
                "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner",
                "event_batch", "memory_dim", "neighbors",
-               "frame_size", "frame_reuse", "pipeline", "fanouts", "batch_size", "cache_policy", "order", "samplers")
+               "frame_size", "frame_reuse", "pipeline", "fanouts", "batch_size", "cache_policy", "order", "samplers",
+               "memory_partitioner", "micro_batches", "stale_allreduce")
 
 
 def _analysis_key(field: str) -> str:
@@ -475,6 +481,14 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "compare-sampled": {"out": (".parquet",), "figure": (".png",)},
     "runtimes": {"out": (".parquet",), "figure": (".png",)},
 }
+
+
+def _count_or_word(text: str) -> int | str:
+    """A flag's value as an int when it is one (``--micro-batches 2``), else the word (``adaptive``)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def _flag(dest: str) -> str:
