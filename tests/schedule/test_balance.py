@@ -89,7 +89,8 @@ def test_balance_worker_and_errors():
 
 def test_a_tail_after_the_last_snapshot_is_p2s_work():
     """The task's loss and head (tail) run on p2 after a group's last snapshot: group_costs adds it to
-    that snapshot's forward, and a heavy tail moves snapshots to p1 (split k-1)."""
+    that snapshot's forward, or puts it in a column of its own (head_column), and a heavy tail moves
+    every snapshot to p1 (split k: p2 runs the head alone)."""
     from dynagnn.schedule.balance import balance
     from dynagnn.schedule.groups import group_costs
 
@@ -101,8 +102,16 @@ def test_a_tail_after_the_last_snapshot_is_p2s_work():
     np.testing.assert_allclose(l1[:, :-1], l0[:, :-1])
     np.testing.assert_allclose(l1[:, -1] - l0[:, -1], [1.5 * g for g in range(3, 10)])
     np.testing.assert_array_equal(b1, b0)
+    lh, bh = group_costs(fwd, bwd, 4, list(range(3, 10)), tail, head_column=True)
+    np.testing.assert_allclose(lh[:, :4], l0)
+    np.testing.assert_allclose(lh[:, 4], [1.5 * g for g in range(3, 10)])
+    np.testing.assert_allclose(bh, np.concatenate([b0, np.zeros((7, 1))], axis=1))
     heavy = balance(fwd, bwd, 4, range(3, 10), tail={g: 100.0 for g in range(3, 10)})
-    assert heavy.splits.tolist() == [3] * 7
+    assert heavy.splits.tolist() == [4] * 7
+    # the makespan is the pipeline's with the head as p2's pseudo-snapshot k+1
+    assert heavy.makespan == pytest.approx(makespan(heavy.splits, *group_costs(
+        fwd, bwd, 4, list(range(3, 10)), {g: 100.0 for g in range(3, 10)}, head_column=True)))
+    assert balance(fwd, bwd, 4, range(3, 10), tail={g: 100.0 for g in range(3, 10)}, hi=3).splits.tolist() == [3] * 7
     assert heavy.busy[1] >= 700  # every tail counted once, on p2
     # a (lead, tail) pair: the lead (loss inputs p1 prepares) goes to the first snapshot, p1's
     l2, b2 = group_costs(fwd, bwd, 4, list(range(3, 10)), {g: (0.5 * g, 1.5 * g) for g in range(3, 10)})

@@ -39,10 +39,11 @@ def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("group") / "link.zarr", num_snapshots=12)
 
 
-def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None):
+def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None, tail=None):
     """A plan from random per-snapshot and per-layer times (what the cost model would predict):
     uneven loads, so the balanced and even plans differ and some layers get reordered. Its meta
-    records the per-snapshot predictions, as the schedule stage's do."""
+    records the per-snapshot predictions, as the schedule stage's do. ``tail``: each group's head
+    seconds (p2's alone)."""
     st = open_store(store_path)
     rng = np.random.default_rng(seed)
     T, L = st.num_snapshots, LAYERS[model]
@@ -50,7 +51,7 @@ def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None
     agg, upd, rnn = (rng.uniform(0.1, 1, (T, L)) for _ in range(3))
     ends = training_ends(st, window) if ends is None else ends
     plan = build_plan(fwd, 2 * fwd, group_len=window, num_workers=workers, dataset=st.attrs["name"], model=model,
-                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends,
+                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends, tail=tail,
                       meta={"snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": (2 * fwd).tolist()})
     plan.save(path)
     return plan
@@ -99,6 +100,12 @@ def test_group_step_equals_sequential(store, tmp_path, workers):
         cases[(m, "group")] = (m, "group", str(path), ends)
     cases[("wdgcn", "blad_even")] = ("wdgcn", "blad_even", str(tmp_path / "wdgcn.json"), ends)
     cases[("tgcn", "blad_nm")] = ("tgcn", "blad_nm", str(tmp_path / "tgcn.json"), ends[2:5])
+    # a head heavier than a snapshot on some groups: p1 runs those whole and hands over the embedding
+    heavy = make_plan(store, "evolvegcn_o", workers, tmp_path / "heavy.json",
+                      tail={g: (50.0 if g % 2 else 0.0) for g in ends})
+    splits = np.concatenate([p.splits for p in heavy.processes])
+    assert (splits == WINDOW).any() and (splits < WINDOW).any()
+    cases[("evolvegcn_o", "blad_nm")] = ("evolvegcn_o", "blad_nm", str(tmp_path / "heavy.json"), ends)
     results = run_on(workers, _group_steps, store, cases, procs_per_worker=2, timeout=300)
     assert len(results) == 2 * workers
     for key, (m, s, _, e) in cases.items():
@@ -149,9 +156,9 @@ def test_bad_plans_are_one_line(store, tmp_path, capsys):
     make_plan(store, "tgcn", 1, tmp_path / "tgcn.json")
     assert "plan is for model 'tgcn', expected 'wdgcn'" in run("--options", json.dumps({"plan": str(tmp_path / "tgcn.json")}))
     d = make_plan(store, "wdgcn", 1, tmp_path / "split.json").to_dict()
-    d["processes"][0]["splits"][1] = WINDOW  # p2 would run nothing of that group
+    d["processes"][0]["splits"][1] = 0  # p1 would run nothing of that group
     (tmp_path / "split.json").write_text(json.dumps(d))
-    assert "a group of 3 snapshots needs a split in 1..2" in run("--options", json.dumps({"plan": str(tmp_path / "split.json")}))
+    assert "a group of 3 snapshots needs a split in 1..3" in run("--options", json.dumps({"plan": str(tmp_path / "split.json")}))
     assert "window 1 is too short" in run("--window", "1")
 
 
@@ -180,6 +187,7 @@ def _replan_then_step(ctx, comm, store_path, plan, ends):
     """Epoch 0 measured, the re-plan, then a step by the new plan; and a run with replan off."""
     tr = Trainer(store_path, config("wdgcn", "group", 1, plan=plan), progress=False, ctx=ctx, comm=comm)
     tr.run.epoch = 0
+    tr.strategy.start_epoch(0)  # one epoch configured: the first is measured
     tr.strategy.train_step(ends)
     measured = copy.deepcopy(tr.strategy._measured.taken())
     tr.strategy.epoch_metrics(0, 1.0)

@@ -319,11 +319,17 @@ def balance(fwd, bwd, group_len: int, groups, method: str = "dp", lo: int | None
     fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (last snapshot index) in
     training order (``GroupPlan.workers[w]``); method: "dp" (exact programme), "eq2" (printed Eq. 2),
     "even" (BLAD-Even); tail: {group id: seconds of the loss and head after its last snapshot}.
+    With a tail, the head is a pseudo-snapshot k+1 that p2 always runs, and splits range over 1..k
+    by default: p1 may run a whole group forward and hand p2 only the head (the last embedding
+    instead of the state), which balances a task whose head outweighs a snapshot.
     """
     from .groups import group_costs
 
     groups = [int(g) for g in groups]
-    l, b = group_costs(fwd, bwd, group_len, groups, tail)
+    head = bool(tail) and group_len >= 2
+    l, b = group_costs(fwd, bwd, group_len, groups, tail, head_column=head)
+    if head and hi is None:
+        hi = group_len
     if method == "dp":
         p, _ = dp_splits(l, b, lo, hi)
     elif method == "eq2":

@@ -67,15 +67,17 @@ def group_members(group: int, group_len: int) -> np.ndarray:
     return np.arange(group - group_len + 1, group + 1, dtype=np.int64)
 
 
-def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None,
+                head_column: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """BLAD's l(i, j) and b(i, j): forward/backward time of the j-th snapshot of the i-th group.
 
     fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (default all, in order);
     tail: {group id: seconds} of the work after a group's last snapshot (the task's loss and head,
-    forward and backward), added to its last snapshot's forward: that snapshot always runs on p2,
-    as does the loss. A value may also be a pair (lead, tail): ``lead`` seconds of the loss's
-    inputs, which p1 prepares, added to the group's first snapshot (always p1's). Returns two
-    float64 arrays [len(groups), group_len].
+    forward and backward), which p2 runs: added to the last snapshot's forward, or, with
+    ``head_column``, as a column k+1 of its own (backward 0), so that a split may give p1 every
+    snapshot and p2 the head alone. A value may also be a pair (lead, tail): ``lead`` seconds of the
+    loss's inputs, which p1 prepares, added to the group's first snapshot (always p1's). Returns two
+    float64 arrays [len(groups), group_len (+ 1 with head_column)].
     """
     fwd, bwd = _as_costs(fwd, bwd)
     num_groups(fwd.shape[0], group_len)
@@ -83,12 +85,13 @@ def group_costs(fwd, bwd, group_len: int, groups=None, tail: dict | None = None)
     if g.size and (g.min() < group_len - 1 or g.max() >= fwd.shape[0]):
         raise ConfigError(f"groups: ids must lie in [{group_len - 1}, {fwd.shape[0] - 1}]")
     idx = g[:, None] + np.arange(-group_len + 1, 1)[None, :]
-    l = fwd[idx]
-    if tail:
-        lead, after = _extras(tail, g)
-        l[:, 0] += lead
-        l[:, -1] += after
-    return l, bwd[idx]
+    l, b = fwd[idx], bwd[idx]
+    lead, after = _extras(tail, g)
+    l[:, 0] += lead
+    if head_column:
+        return np.concatenate([l, after[:, None]], axis=1), np.concatenate([b, np.zeros((g.size, 1))], axis=1)
+    l[:, -1] += after
+    return l, b
 
 
 def _extras(tail: dict | None, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

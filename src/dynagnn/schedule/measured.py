@@ -4,7 +4,8 @@ BLAD plans once, from its operator predictors (linear regressions over offline p
 predictors see the operators alone; a training process also pays what they leave out (autograd's
 bookkeeping, allocation, a backward that is a multiple of the forward the profile did not capture,
 the other process competing for memory bandwidth). The group strategy therefore measures, in its
-first (warm-up) epoch, what each process really spent, and re-plans from it:
+second epoch (the first warms caches and the allocator; the first when only two are run), what
+each process really spent, and re-plans from it:
 
 - forward: each snapshot's own forward step is timed (by whichever process ran it); a snapshot's
   cost is the median over the groups it ran in;

@@ -160,7 +160,11 @@ class GroupPipeline(Strategy):
     procs_per_worker = 2
     baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
     reorder = True  # set the plan's operator order
-    replan_measured = True  # after the first epoch, re-plan from measured times (option replan)
+    replan_measured = True  # after an early epoch, re-plan from measured times (option replan)
+
+    @staticmethod
+    def run_options(config) -> dict:
+        return {**Strategy.run_options(config), "epochs": int(config.epochs)}
 
     @classmethod
     def check(cls, config, model, num_nodes, workers):
@@ -193,7 +197,10 @@ class GroupPipeline(Strategy):
         self.replan = self.replan_measured and bool(run.options.get("replan", True))
         self.replanned: SchedulePlan | None = None
         self._measured = _Measured()
-        self._measured.on = self.replan
+        # the epoch whose times the re-plan takes: the second (the first warms caches and the
+        # allocator, and measured 27% slow), or the first when only one epoch would follow it
+        self.measure_epoch = max(0, min(1, int(run.options.get("epochs", 1)) - 2))
+        self._measured.on = False
         run.timer.trace = []  # operator timelines, for the measured overlap (epoch_metrics)
 
     # ------------------------------------------------------------------ plan
@@ -219,11 +226,11 @@ class GroupPipeline(Strategy):
         self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
         self.order = [[int(g) for g in gs] for gs in groups.workers]
         self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
-        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k - 1}
+        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k}
         if bad:
             g, p = next(iter(bad.items()))
-            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k - 1} "
-                              "so that both processes run a snapshot")
+            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k} "
+                              "(p1 runs at least one snapshot; at k, p2 runs the head alone)")
 
     def _replan(self) -> None:
         """Collective: re-plan both levels from the times every process measured (rank 0 fits and
@@ -244,7 +251,7 @@ class GroupPipeline(Strategy):
                 new = build_plan(fwd, bwd, group_len=plan.group_len, num_workers=plan.num_workers,
                                  dataset=plan.dataset, model=plan.model, store_checksum=plan.store_checksum,
                                  groups=run.train_ends, tail=tail,
-                                 meta={**plan.meta, "replanned_from": "times measured in the first epoch",
+                                 meta={**plan.meta, "replanned_from": f"times measured in epoch {self.measure_epoch}",
                                        "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
                                        "group_tail_s": {str(g): list(v) for g, v in tail.items()}})
                 new.operators = plan.operators
@@ -273,11 +280,13 @@ class GroupPipeline(Strategy):
     # ------------------------------------------------------------------ state hand-over
 
     def _state_layout(self, run: Run) -> None:
-        """The shapes of the recurrent state after one snapshot (the same after any number): both
-        processes know the buffer to send and receive without exchanging metadata."""
+        """The shapes of the recurrent state and of the embedding after one snapshot (the same after
+        any number): both processes know the buffer to send and receive without exchanging
+        metadata. A group split at k hands over the embedding instead of the state."""
         with torch.no_grad():
             state = run.model.initial_state(run.num_nodes, run.device)
-            _, state = self.local._step(0, state)
+            h, state = self.local._step(0, state)
+        self.h_shape = tuple(h.shape)
         leaves, self.spec = tree_flatten(state)
         if not all(isinstance(x, torch.Tensor) for x in leaves):
             raise ConfigError(f"model state holds non-tensor values ({self.spec}); the group strategy hands "
@@ -297,8 +306,13 @@ class GroupPipeline(Strategy):
     def _wire(self, t: torch.Tensor) -> torch.Tensor:
         return t.detach().cpu() if self.via_host else t.detach()
 
-    def _receive(self, name: str) -> torch.Tensor:
-        buf = torch.empty(self.numel, dtype=self.dtype, device="cpu" if self.via_host else self.run.device)
+    def _whole(self, t: int) -> bool:
+        """Whether p1 runs group ``t`` whole and p2 its head alone (the hand-over is the embedding)."""
+        return self.split[int(t)] >= self.run.window
+
+    def _receive(self, name: str, whole: bool = False) -> torch.Tensor:
+        numel = math.prod(self.h_shape) if whole else self.numel
+        buf = torch.empty(numel, dtype=self.dtype, device="cpu" if self.via_host else self.run.device)
         self.run.comm.recv(buf, self.partner, name, phase="sync_wait")
         return buf.to(self.run.device)
 
@@ -349,7 +363,9 @@ class GroupPipeline(Strategy):
             for t in step:
                 if self.owner[int(t)] == run.ctx.worker:
                     ts = run.windows([t])[0]
-                    mine.append(ts[: self.split[t]] if self.p1 else ts[self.split[t]:])
+                    part = ts[: self.split[t]] if self.p1 else ts[self.split[t]:]
+                    if len(part):  # p2 runs no snapshot of a group split at k
+                        mine.append(part)
         return mine
 
     def _head(self, groups: list[int]) -> float:
@@ -360,8 +376,8 @@ class GroupPipeline(Strategy):
             if i < len(groups) and len(queue) < PIPELINE_DEPTH:
                 t = groups[i]
                 ts = run.windows([t])[0][: self.split[t]]
-                _, state = self._forward(ts, run.model.initial_state(run.num_nodes, run.device))
-                flat = self._flatten(state)
+                h, state = self._forward(ts, run.model.initial_state(run.num_nodes, run.device))
+                flat = h.reshape(-1).to(self.dtype) if self._whole(t) else self._flatten(state)
                 wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
                 sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
                 if self.prepares:
@@ -370,12 +386,12 @@ class GroupPipeline(Strategy):
                     size = torch.tensor([inputs.shape[1]], dtype=torch.int64)
                     sends.append((run.comm.isend(size, self.partner, "handoff.inputs"), size))
                     sends.append((run.comm.isend(inputs, self.partner, "handoff.inputs"), inputs))
-                queue.append((flat, ts))
+                queue.append((flat, ts, t))
                 self.max_queue = max(self.max_queue, len(queue))
                 i += 1
             else:
-                flat, ts = queue.popleft()
-                grad = self._receive("handoff.backward")
+                flat, ts, t = queue.popleft()
+                grad = self._receive("handoff.backward", self._whole(t))
                 if flat.requires_grad:
                     with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                         flat.backward(grad)
@@ -388,21 +404,27 @@ class GroupPipeline(Strategy):
         state's gradient goes back to p1."""
         run, sends, total = self.run, [], 0.0
         for t in groups:
-            flat = self._receive("handoff").requires_grad_(True)
-            state = self._unflatten(flat)
+            whole = self._whole(t)
+            flat = self._receive("handoff", whole).requires_grad_(True)
             inputs = None
             if self.prepares:
                 size = run.comm.recv(torch.zeros(1, dtype=torch.int64), self.partner, "handoff.inputs", phase="sync_wait")
                 inputs = run.comm.recv(torch.zeros(3, int(size.item()), dtype=torch.int64), self.partner,
                                        "handoff.inputs", phase="sync_wait")
             ts = run.windows([t])[0][self.split[t]:]
-            h, state = self._forward(ts, state)
+            if whole:  # p1 ran every snapshot: the head's gradient is the hand-back
+                h = flat.view(self.h_shape)
+            else:
+                h, _ = self._forward(ts, self._unflatten(flat))
             with self._measured.tail(t, run.device):
                 loss, grad_h = head_backward(run, h, t, 1.0 / batch, inputs=inputs)
-            if grad_h is not None:
-                with run.timer.phase("backward"), self._measured.backward(ts, run.device):
-                    h.backward(grad_h)
-            grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
+            if whole:
+                grad = grad_h.reshape(-1) if grad_h is not None else torch.zeros_like(flat)
+            else:
+                if grad_h is not None:
+                    with run.timer.phase("backward"), self._measured.backward(ts, run.device):
+                        h.backward(grad_h)
+                grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
             sends.append((run.comm.isend(self._wire(grad), self.partner, "handoff.backward"), grad))
             total += loss
         for work, _ in sends:
@@ -415,7 +437,7 @@ class GroupPipeline(Strategy):
         BLAD's deployment reward measured (mean over workers). Forward operators only: autograd's
         backward kernels run outside the timed sections, so backward time counts as no overlap.
         ``planned_epoch_s``: the predicted epoch of the plan the next epoch follows (after the
-        first epoch's re-plan, the prediction from measured times)."""
+        re-plan, the prediction from measured times)."""
         run = self.run
         segs = trace_segments(run.timer.trace, OPERATOR_KINDS)
         run.timer.trace.clear()
@@ -433,13 +455,16 @@ class GroupPipeline(Strategy):
             run.comm.send(torch.tensor([mine.shape[1]], dtype=torch.int64), self.partner, "timeline")
             run.comm.send(mine, self.partner, "timeline")
         shares = [x for x in run.comm.all_gather_object(share) if x is not None]
-        if self.replan and self.replanned is None:
+        if self._measured.on:
             self._replan()
-        self._measured.on = False  # measured once: the first epoch
+        self._measured.on = False  # measured once
         plan = self.replanned or self.plan  # what the next epoch follows, and predicts for itself
         summary = plan.summary()
         return {"overlap_share": float(np.mean(shares)),
                 "planned_epoch_s": summary["baseline_epoch_time" if self.baseline else "epoch_time"]}
+
+    def start_epoch(self, epoch: int) -> None:
+        self._measured.on = self.replan and self.replanned is None and epoch == self.measure_epoch
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
@@ -449,7 +474,7 @@ class GroupPipeline(Strategy):
 class _Measured:
     """What one process measured in an epoch: each snapshot's forward step, each group part's
     backward (the snapshots it covers) and each group's loss and head, in seconds (synchronising a
-    GPU around each, so only while ``on``: the first epoch)."""
+    GPU around each, so only while ``on``: one early epoch)."""
 
     def __init__(self):
         self.on = True
@@ -549,7 +574,7 @@ class GroupFrames(GroupPipeline):
     def run_options(config) -> dict:
         from dynagnn.train.strategies.frames import Frames
 
-        return Frames.run_options(config)
+        return {**GroupPipeline.run_options(config), **Frames.run_options(config)}
 
     def setup(self, run: Run) -> None:
         from dynagnn.train.strategies.frames import engine_for
@@ -564,8 +589,9 @@ class GroupFrames(GroupPipeline):
         return hs[-1], state
 
     def start_epoch(self, epoch: int) -> None:
+        super().start_epoch(epoch)
         self.engine.start_epoch(self._parts())
 
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
-        out = super().epoch_metrics(epoch, seconds)  # re-plans after the first epoch: parts change
+        out = super().epoch_metrics(epoch, seconds)  # re-plans after the measured epoch: parts change
         return {**out, **self.engine.end_epoch(seconds, self._parts)}
