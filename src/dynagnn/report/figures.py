@@ -282,7 +282,7 @@ def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "
         series = {"measured": table[col].fillna(0).tolist(),
                   "predicted (plan)": table[f"predicted_{col}"].fillna(0).tolist()}
         if col == "epoch_s" and table["replanned_epoch_s"].notna().any():
-            series["re-planned from epoch 0"] = table["replanned_epoch_s"].fillna(0).tolist()
+            series["re-planned from measured times"] = table["replanned_epoch_s"].fillna(0).tolist()
         _grouped_bars(a, names, series, xlabel="strategy", legend_size=7)
         a.set_ylabel(label)
         a.tick_params(axis="x", labelrotation=20)

@@ -12,7 +12,8 @@ strategies that run a plan, what the plan predicted for each:
   (BLAD-NM, BLAD-Even).
 
 ``replanned_epoch_s``: the epoch predicted by the plan the run re-made from the times measured in
-its first epoch (group, blad_nm; option ``replan``), which the later epochs followed.
+its second epoch (the first when it ran two; group, blad_nm; option ``replan``), which the later
+epochs followed.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def measured(metrics: pd.DataFrame, timings: pd.DataFrame) -> dict[str, float]:
     return {"epochs": int(len(metrics)), "epoch_s": float(m["train_seconds"].median()),
             "sync_share": float(t.loc[t["phase"] == "sync_wait", "seconds"].sum() / total) if total > 0 else 0.0,
             "overlap_share": float(m["overlap_share"].median()) if "overlap_share" in m else np.nan,
-            "replanned_epoch_s": float(metrics["planned_epoch_s"].iloc[0]) if "planned_epoch_s" in metrics else np.nan,
+            "replanned_epoch_s": float(metrics["planned_epoch_s"].iloc[-1]) if "planned_epoch_s" in metrics else np.nan,
             "best_val": float(metrics.loc[metrics["best"], primary[0]].iloc[0]) if primary else np.nan}
 
 
