@@ -279,11 +279,13 @@ def _frames_steps(ctx, comm, store_path, cases):
 def test_group_frames_equal_sequential(store, tmp_path):
     """BLAD × PiPAD: each of the two processes runs its parts of the groups through the frame engine
     (frames of 2, reuse and pipeline on or off): loss and gradients equal sequential's; with reuse,
-    each snapshot's first aggregation is computed once over both steps."""
+    each snapshot's first aggregation is computed once over both steps; a group split at k works."""
     ends = training_ends(open_store(store), WINDOW)
     cases, plans = {}, {}
     for m in ("wdgcn", "evolvegcn_o"):
-        plans[m] = make_plan(store, m, 1, tmp_path / f"{m}.json")
+        # evolvegcn_o's plan gives p1 some groups whole (p2 runs their head alone and no frame)
+        tail = {g: (50.0 if g % 2 else 0.0) for g in ends} if m == "evolvegcn_o" else None
+        plans[m] = make_plan(store, m, 1, tmp_path / f"{m}.json", tail=tail)
         for reuse, pipeline in (("on", "on"), ("off", "off")):
             cases[(m, reuse)] = (m, str(tmp_path / f"{m}.json"), ends,
                                  {"frame_size": 2, "frame_reuse": reuse, "pipeline": pipeline})
@@ -292,6 +294,7 @@ def test_group_frames_equal_sequential(store, tmp_path):
         ref = one_step(store, config(m, "sequential", 1), ends)
         for res in results:
             _check_equal(res[(m, reuse)], ref)
+    assert (plans["evolvegcn_o"].processes[0].splits == WINDOW).any()
     for m in ("wdgcn", "evolvegcn_o"):  # with the cache each snapshot of a process's parts is aggregated once
         split = dict(zip(plans[m].processes[0].groups, plans[m].processes[0].splits.tolist()))
         parts = [[list(range(t - WINDOW + 1, t + 1))[:split[t]] for t in ends],
