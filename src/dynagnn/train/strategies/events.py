@@ -143,15 +143,21 @@ class EventStrategy(Strategy):
     # ---- one batch ------------------------------------------------------------------------------
     def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
         """(positive scores [B], negative scores [B, K], writes) of one batch."""
-        t = self.task
-        m = self.model
         with section("sample"):
-            batch = make_batch(t.src[events], t.dst[events], t.t[events], events, neg, sampler, m.neighbors,
-                               m.sample)
+            batch = self._make(events, neg, sampler)
             ids = torch.from_numpy(batch.nodes).to(self.device)
         with section("memory"):
             rows = self.memory.read(ids)
-        out = m(batch, rows, self.efeat)
+        return self._score(batch, rows)
+
+    def _make(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
+        """The :class:`~dynagnn.models.tgnn.EventBatch` of ``events`` with negatives ``neg`` [B, K]."""
+        t, m = self.task, self.model
+        return make_batch(t.src[events], t.dst[events], t.t[events], events, neg, sampler, m.neighbors, m.sample)
+
+    def _score(self, batch, rows):
+        """(positive scores [B], negative scores [B, K], writes) of ``batch`` from its memory ``rows``."""
+        out = self.model(batch, rows, self.efeat)
         with section("embed"):
             b, k = batch.size, batch.negatives
             ar = torch.arange(b, device=self.device)
