@@ -12,6 +12,10 @@
   planned split, a deferred-backward queue and the planned operator order; its baselines
   ``blad_nm`` (no reordering) and ``blad_even`` (even groups and split, no reordering);
   ``group_frames``: BLAD × PiPAD, each of the two processes running its parts through the frame engine.
+- ``tgnn``: Sven's event models on several workers: memory and mailbox partitioned (Re-FlexBiCut),
+  redundancy-free dispatch, micro-batch pipelining, an optional one-step-stale all-reduce; its
+  baselines ``tgnn_depcomm`` (per-occurrence fetch of the owner-updated memory) and
+  ``tgnn_depcache`` (replicated memory, writes all-gathered).
 - ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
   cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
   baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
@@ -27,11 +31,13 @@ from dynagnn.train.strategies.group import BladEven, BladNM, GroupFrames, GroupP
 from dynagnn.train.strategies.sampled import Sampled, SampledNoCache, SampledRandom, SampledStatic
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
+from dynagnn.train.strategies.tgnn import TGNNDepCache, TGNNDepComm, TGNNStrategy
 from dynagnn.train.strategies.vertex import VertexPartition
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
                                                                    GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
-                                                                   Sampled, SampledNoCache, SampledStatic, SampledRandom)}
+                                                                   Sampled, SampledNoCache, SampledStatic, SampledRandom,
+                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache)}
 
 
 def strategy_class(name: str) -> type[Strategy]:
