@@ -274,6 +274,26 @@ def _parser() -> argparse.ArgumentParser:
     rt.add_argument("--out", type=Path, required=True, help="output Parquet table")
     rt.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
 
+    st = sub.add_parser("study", help="training runs side by side: epoch time and speed-up over the first, peak "
+                                      "memory, accuracy (PiPAD's ladder, ESDG's checkpoint blocks, BLAD's accuracy)",
+                        description="Gather training runs, the baseline first: the median epoch time and the speed-up "
+                                    "over the baseline, peak memory, the transfer share, and the best validation "
+                                    "metric with the test metric at that epoch. Writes a Parquet table and a figure.")
+    st.add_argument("runs", nargs="+", metavar="NAME=DIR", help="a name for the run and its output directory "
+                                                               "(metrics.parquet, timings.parquet)")
+    st.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    st.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    st.add_argument("--title", default="", help="the figure's title")
+
+    cl = sub.add_parser("claims", help="the papers' headline claims beside ours, from the result tables",
+                        description="One row per headline claim of the five papers and result table that checks "
+                                    "it: the paper's number, ours, their ratio and why they may differ; a claim "
+                                    "none of the tables checks says 'not run'. Writes Parquet and an HTML table.")
+    cl.add_argument("tables", nargs="*", type=Path, help="result tables under --results (others are left out)")
+    cl.add_argument("--results", type=Path, required=True, help="the results folder the tables are under")
+    cl.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    cl.add_argument("--html", type=Path, required=True, help="output HTML table")
+
     info = sub.add_parser("info", help="summarise a snapshot store", description="Print a store's attributes and arrays.")
     info.add_argument("store", type=Path)
     how = info.add_mutually_exclusive_group()
@@ -480,6 +500,8 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "compare": {"out": (".parquet",), "figure": (".png",)},
     "compare-sampled": {"out": (".parquet",), "figure": (".png",)},
     "runtimes": {"out": (".parquet",), "figure": (".png",)},
+    "study": {"out": (".parquet",), "figure": (".png",)},
+    "claims": {"out": (".parquet",), "html": (".html",)},
 }
 
 
@@ -620,6 +642,36 @@ def cmd_runtimes(args) -> None:
         log.info("%-12s %8.1f s", rule, seconds)
 
 
+def cmd_study(args) -> None:
+    from .report.paper_figures import runs_side_by_side
+    from .report.studies import run_config, runs_table
+    from .tables import write_table
+
+    runs = _read_runs(args.runs, ("metrics.parquet", "timings.parquet"), "study")
+    dirs = dict(item.split("=", 1) for item in args.runs)
+    table = runs_table({name: (m, t, str(cfg.get("strategy", "")), str(cfg.get("device", "cpu")))
+                        for name, (m, t) in runs.items()
+                        for cfg in [run_config(Path(dirs[name]) / "metrics.parquet")]})
+    runs_side_by_side(table, args.figure, args.title)
+    write_table(table, args.out, "")
+    for r in table.itertuples():
+        log.info("%-14s epoch %.3fs (%.2fx), peak %.0f MiB, transfer %.1f%%, best %s %.4f", r.run, r.epoch_s,
+                 r.speedup, r.peak_memory_mb, 100 * r.transfer_share, r.val_metric, r.best_val)
+
+
+def cmd_claims(args) -> None:
+    from .atomic import write_all
+    from .report.claims import claims_html, claims_table
+    from .tables import write_parquet
+
+    table = claims_table(args.tables, args.results)
+    page = claims_html(table)
+    write_all({args.out: lambda tmp: write_parquet(table, tmp, ""),  # both or neither
+               args.html: lambda tmp: tmp.write_text(page, encoding="utf-8")})
+    for r in table.itertuples():
+        log.info("%-16s %-70.70s paper %-8.3g ours %-8.3g %s", r.paper, r.claim, r.paper_value, r.ours, r.status)
+
+
 def cmd_info(args) -> None:
     from .data.store import open_store
 
@@ -651,7 +703,8 @@ def cmd_check_config(args) -> None:
 
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
-            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled, "runtimes": cmd_runtimes, "info": cmd_info, "check-config": cmd_check_config}
+            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled, "runtimes": cmd_runtimes, "study": cmd_study, "claims": cmd_claims,
+            "info": cmd_info, "check-config": cmd_check_config}
 
 
 def main(argv: list[str] | None = None) -> int:
