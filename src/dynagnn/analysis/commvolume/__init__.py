@@ -84,7 +84,8 @@ from .closed import (blad_paper_vertex_volume, esdg_paper_volume, group_halo_vol
                      snapshot_redistribution_volume, sven_beats_depcache, sven_beats_depcomm, sven_threshold,
                      sven_volumes, vertex_volume_hash)
 from .counted import (SvenBatches, count_group_halo, count_ring_allreduce, count_snapshot_redistribution,
-                      count_sven_volumes, count_vertex_volume, sampled_occurrences, sven_batches, sven_stats)
+                      count_sven_volumes, count_vertex_volume, sampled_occurrences, sven_batches, sven_stats,
+                      sven_trainer_stats)
 from .table import COLUMNS, volume_table
 
 __all__ = ["CELLS", "COLUMNS", "SvenBatches", "Volume", "blad_paper_vertex_volume", "count_group_halo",
@@ -92,5 +93,5 @@ __all__ = ["CELLS", "COLUMNS", "SvenBatches", "Volume", "blad_paper_vertex_volum
            "esdg_paper_volume", "gnn_params", "group_halo_volume", "hash_part_sizes", "layer_widths",
            "paper_sven_beats_depcomm", "paper_sven_volumes", "ring_allreduce_volume", "rnn_params",
            "sampled_occurrences", "snapshot_redistribution_volume", "sven_batches", "sven_beats_depcache",
-           "sven_beats_depcomm", "sven_stats", "sven_threshold", "sven_volumes", "vertex_volume_hash",
+           "sven_beats_depcomm", "sven_stats", "sven_trainer_stats", "sven_threshold", "sven_volumes", "vertex_volume_hash",
            "volume_table"]

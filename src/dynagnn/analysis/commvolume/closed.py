@@ -99,24 +99,42 @@ def group_halo_volume(ranges, window: int, N: int, features: int, dtype_size: in
 
 # ----------------------------------------------------------------------------- Sven
 
+REMOTE = ("N1_remote", "U1_remote", "U2_remote")
+
+
 def sven_volumes(stats: pd.DataFrame, owner_sizes, N: int, memory_dim: int, edge_dim: int = 0,
-                 dtype_size: int = 4) -> dict[str, Volume]:
+                 dtype_size: int = 4, mailbox: int = 1) -> dict[str, Volume]:
     """Closed forms of DepCache, DepComm and Sven (dispatch and aggregation) from per-trainer
-    counts: expectation under a hash partition with part sizes ``owner_sizes`` (DepCache exact)."""
+    counts: expectation under a hash partition with part sizes ``owner_sizes`` (DepCache exact).
+
+    When ``stats`` has the columns N1_remote, U1_remote and U2_remote (the counts on a given
+    partition whose owner is not the trainer, :func:`~.counted.sven_trainer_stats`), they replace the
+    hash expectation ρ·N1, ρ·U1, ρ·U2 and every form is exact on that partition (``owner_sizes`` is
+    then not read). Widths: a dispatched row is the memory and the mailbox, d_mem + M·d_msg
+    (``mailbox`` M; Sven's d_mem + d_msg at M = 1, d_msg = 2·d_mem + d_edge); a written row is the
+    memory and one mail, d_mem + d_msg. ``depcomm/dispatch_backward``: DepComm's owner updates the
+    memory it sends, so the gradient of each sent row returns to it (the paper does not count it).
+    """
     M = len(stats)
-    sizes = np.asarray(owner_sizes, dtype=np.float64)
-    if sizes.size != M:
-        raise InputError(f"{sizes.size} part sizes for {M} trainers")
-    rho = 1.0 - sizes / N
-    w = 3 * memory_dim + edge_dim
     n1, u1, u2 = (stats[c].to_numpy(np.float64) for c in ("N1", "U1", "U2"))
+    if all(c in stats for c in REMOTE):
+        r1, q1, r2 = (float(stats[c].sum()) for c in REMOTE)
+    else:
+        sizes = np.asarray(owner_sizes, dtype=np.float64)
+        if sizes.size != M:
+            raise InputError(f"{sizes.size} part sizes for {M} trainers")
+        rho = 1.0 - sizes / N
+        r1, q1, r2 = float(rho @ n1), float(rho @ u1), float(rho @ u2)
+    d_msg = 2 * memory_dim + edge_dim
+    w = memory_dim + d_msg
     return {
-        "depcache/dispatch": Volume(0.0, w, dtype_size),
+        "depcache/dispatch": Volume(0.0, memory_dim + mailbox * d_msg, dtype_size),
         "depcache/aggregation": Volume((M - 1) * u2.sum(), w, dtype_size),
-        "depcomm/dispatch": Volume(float(rho @ n1), memory_dim, dtype_size),
-        "depcomm/aggregation": Volume(float(rho @ u2), w, dtype_size),
-        "sven/dispatch": Volume(float(rho @ u1), w, dtype_size),
-        "sven/aggregation": Volume(float(rho @ u2), w, dtype_size),
+        "depcomm/dispatch": Volume(r1, memory_dim, dtype_size),
+        "depcomm/dispatch_backward": Volume(r1, memory_dim, dtype_size),
+        "depcomm/aggregation": Volume(r2, w, dtype_size),
+        "sven/dispatch": Volume(q1, memory_dim + mailbox * d_msg, dtype_size),
+        "sven/aggregation": Volume(r2, w, dtype_size),
     }
 
 
@@ -127,7 +145,7 @@ def paper_sven_volumes(stats: pd.DataFrame, memory_dim: int, edge_dim: int = 0) 
     f = 2 * (M - 1) / M
     n1, u1, u2 = (float(stats[c].sum()) for c in ("N1", "U1", "U2"))
     return {"depcache/dispatch": 0.0, "depcache/aggregation": u2 * w * 2 * (M - 1) ** 2 / M,
-            "depcomm/dispatch": n1 * memory_dim * f, "depcomm/aggregation": u2 * w * f,
+            "depcomm/dispatch": n1 * memory_dim * f, "depcomm/dispatch_backward": 0.0, "depcomm/aggregation": u2 * w * f,
             "sven/dispatch": u1 * w * f, "sven/aggregation": u2 * w * f}
 
 

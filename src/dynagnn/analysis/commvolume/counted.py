@@ -121,6 +121,27 @@ def sven_stats(b: SvenBatches) -> pd.DataFrame:
                          "N2": per_trainer(b.group), "U2": per_trainer(u2)})
 
 
+def sven_trainer_stats(occurrences, originals, trainer, owner, M: int) -> pd.DataFrame:
+    """Per trainer, Sven's counts of given batches on the partition ``owner`` [N]: the columns of
+    :func:`sven_stats` (N1, U1, N2, U2) and the remote ones (N1_remote, U1_remote, U2_remote: the
+    occurrences, distinct sampled and distinct original vertices that ``owner`` puts on another
+    trainer), which make :func:`~.closed.sven_volumes` exact on that partition.
+
+    occurrences, originals: per (trainer, batch) piece, int arrays of its sampled occurrences (the
+    vertices whose rows it reads, repeats kept) and of its original ones (the vertices it writes);
+    trainer: int, the trainer of each piece.
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    out = np.zeros((M, 7), dtype=np.int64)
+    for occ, orig, i in zip(occurrences, originals, trainer):
+        occ, orig = np.asarray(occ, dtype=np.int64), np.asarray(orig, dtype=np.int64)
+        u1, u2 = unique_sorted(occ), unique_sorted(orig)
+        out[i] += [occ.size, u1.size, orig.size, u2.size, np.count_nonzero(owner[occ] != i),
+                   np.count_nonzero(owner[u1] != i), np.count_nonzero(owner[u2] != i)]
+    cols = ["N1", "U1", "N2", "U2", "N1_remote", "U1_remote", "U2_remote"]
+    return pd.DataFrame({"trainer": np.arange(M), **{c: out[:, k] for k, c in enumerate(cols)}})
+
+
 def count_sven_volumes(b: SvenBatches, owner, memory_dim: int, edge_dim: int = 0) -> dict[str, int]:
     """Elements each scheme sends, enumerated on the partition ``owner`` [N] (values 0..M−1)."""
     owner = np.asarray(owner, dtype=np.int64)
@@ -137,5 +158,6 @@ def count_sven_volumes(b: SvenBatches, owner, memory_dim: int, edge_dim: int = 0
     gathered = sum(int(np.count_nonzero((d2 // span) % M == i)) * (M - 1) for i in range(M))
     return {"depcache/dispatch": 0, "depcache/aggregation": gathered * w,
             "depcomm/dispatch": int(np.count_nonzero(remote_occ)) * memory_dim,
+            "depcomm/dispatch_backward": int(np.count_nonzero(remote_occ)) * memory_dim,
             "depcomm/aggregation": remote_d2 * w,
             "sven/dispatch": remote_d1 * w, "sven/aggregation": remote_d2 * w}
