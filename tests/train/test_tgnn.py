@@ -1,0 +1,214 @@
+"""Sven's tgnn strategies on 2 gloo processes against the events strategy on one: the same losses,
+every gradient and the same memory and mailbox (staleness off; TGN and JODIE; 1 and 2 micro-batches;
+DepComm and DepCache too), the bytes each batch sends against the closed forms of
+``analysis.commvolume`` on the same partition and batches, redundancy-free dispatch against the
+per-occurrence fetch, and a worker that dies ending the run with a clear error."""
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.analysis.commvolume import sven_trainer_stats, sven_volumes
+from dynagnn.dist import DistError
+from dynagnn.dist.launch import launch
+from dynagnn.dist.testing import run_on
+from dynagnn.train import engine
+from dynagnn.train.engine import Trainer, TrainConfig
+from tests.train.test_events import config, event_store
+
+STEPS = 4
+CASES = [("tgn", "tgnn", 1, "hash"), ("tgn", "tgnn", 2, "reflexbicut"), ("jodie", "tgnn", 1, "range"),
+         ("jodie", "tgnn", 2, "hash"), ("tgn", "tgnn_depcomm", 2, "hash"), ("tgn", "tgnn_depcache", 1, "hash"),
+         ("jodie", "tgnn_depcomm", 1, "hash")]
+BYTES = [("tgn", s, 1, "hash") for s in ("tgnn", "tgnn_depcomm", "tgnn_depcache")]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return event_store(tmp_path_factory.mktemp("tgnn") / "store.zarr")
+
+
+def _no_dropout(model):
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0
+
+
+def _steps(tr, counts=None):
+    """STEPS training steps: (loss, gradients) of each, and the memory state after them as
+    (ids, memory, memory_ts, mail, mail_ts, mail_valid) of the rows this process holds."""
+    s = tr.strategy
+    tr.model.train()
+    tr.head.train()
+    s.start_epoch(0)
+    out, sent = [], []
+    for unit in tr.split.train[:STEPS]:
+        tr.optimizer.zero_grad(set_to_none=True)
+        loss = s.train_step([unit])
+        params = list(tr.model.parameters()) + list(tr.head.parameters())
+        out.append((loss, [None if p.grad is None else p.grad.clone() for p in params]))
+        tr.optimizer.step()
+        if counts is not None:
+            sent.append({k: b for k, (b, _) in tr.comm.take_counts().items()})
+    s.after_step()
+    if hasattr(s, "prefetch"):
+        s.prefetch.close()
+        ids, store = s.memory.own, s.memory.store
+    else:
+        ids, store = np.arange(tr.store.num_nodes), s.memory
+    state = (ids, store.memory.clone(), store.memory_ts.clone(), store.mail.clone(), store.mail_ts.clone(),
+             store.mail_valid.clone())
+    return out, state, sent
+
+
+def _trainer(store, model, strategy="events", m=1, partitioner="hash", ctx=None, comm=None, **kw):
+    cfg = config(model, strategy=strategy, workers=1 if ctx is None else ctx.world_size, micro_batches=m,
+                 memory_partitioner=partitioner, **kw)
+    tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
+    _no_dropout(tr.model)
+    return tr
+
+
+def _body(ctx, comm, store):
+    results = {case: _steps(_trainer(store, case[0], case[1], case[2], case[3], ctx, comm))[:2] for case in CASES}
+    for case in BYTES:
+        tr = _trainer(store, case[0], case[1], case[2], case[3], ctx, comm)
+        comm.take_counts()
+        results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
+    results["dispatch"] = _dispatch(ctx, comm)
+    return results
+
+
+@pytest.fixture(scope="module")
+def two(store):
+    return run_on(2, _body, store, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def one(store):
+    return {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie")}
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
+def test_two_workers_equal_one(one, two, case):
+    """Loss, every gradient, memory and mailbox of 2 workers equal the events strategy's on 1."""
+    ref_steps, ref_state = one[case[0]]
+    for rank in range(2):
+        steps, _ = two[rank][case]
+        for (loss, grads), (rloss, rgrads) in zip(steps, ref_steps):
+            assert loss == pytest.approx(rloss, rel=1e-5, abs=1e-6)
+            for g, r in zip(grads, rgrads):  # a parameter without a gradient has none on either
+                assert (g is None) == (r is None)
+                if r is not None:
+                    torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+    # the two workers' rows together are every row, each equal to the one worker's
+    full = [torch.zeros_like(t) for t in ref_state[1:]]
+    seen = np.zeros(ref_state[0].size, dtype=int)
+    for rank in range(2):
+        ids, *bufs = two[rank][case][1]
+        seen[ids] += 1
+        for f, b in zip(full, bufs):
+            f[torch.from_numpy(ids)] = b
+    assert (seen == 1).all() if case[1] != "tgnn_depcache" else (seen == 2).all()
+    for f, r in zip(full, ref_state[1:]):
+        torch.testing.assert_close(f, r, rtol=1e-5, atol=1e-6)
+    assert ref_state[5].any()  # the mailboxes were written
+
+
+def _pieces(store, owner):
+    """The batches each worker trains in the first STEPS steps (m = 1), rebuilt in this process
+    from the events strategy's batch maker (not the tgnn code): per (worker, step) the sampled
+    occurrences (roots and valid neighbours) and the positive endpoints."""
+    tr = _trainer(store, "tgn")
+    s = tr.strategy
+    occurrences, originals, trainer, step = [], [], [], []
+    for i, unit in enumerate(tr.split.train[:STEPS]):
+        _, events = s.task.unit_events(unit)
+        neg = s.task.train_negatives(events, 0, unit)
+        for rank in range(2):
+            mine = owner[s.task.src[events]] == rank
+            if not mine.any():
+                continue
+            b = s._make(events[mine], neg[mine], s.train_sampler)
+            occurrences.append(np.concatenate([b.roots, b.nbr[b.nbr_valid]]))
+            originals.append(np.concatenate([b.src, b.dst]))
+            trainer.append(rank)
+            step.append(i)
+    return occurrences, originals, np.array(trainer), np.array(step), tr.model
+
+
+@pytest.mark.parametrize("case", BYTES, ids=[c[1] for c in BYTES])
+def test_bytes_per_batch_equal_the_closed_forms(store, two, case):
+    owner = two[0][("bytes",) + case][0]
+    occ, orig, trainer, step, model = _pieces(store, owner)
+    scheme = {"tgnn": "sven", "tgnn_depcomm": "depcomm", "tgnn_depcache": "depcache"}[case[1]]
+    for i in range(STEPS):
+        pick = step == i
+        stats = sven_trainer_stats([occ[j] for j in np.flatnonzero(pick)], [orig[j] for j in np.flatnonzero(pick)],
+                                   trainer[pick], owner, 2)
+        want = sven_volumes(stats, None, owner.size, model.memory_dim, model.edge_dim, mailbox=model.mailbox)
+        sent = {k: sum(two[r][("bytes",) + case][1][i].get(k, 0) for r in range(2))
+                for k in ("dispatch", "dispatch.backward", "aggregation")}
+        assert sent["dispatch"] == want[f"{scheme}/dispatch"].bytes
+        assert sent["aggregation"] == want[f"{scheme}/aggregation"].bytes
+        back = want["depcomm/dispatch_backward"].bytes if scheme == "depcomm" else 0
+        assert sent["dispatch.backward"] == back
+    # Sven sends fewer rows than DepComm's per-occurrence fetch does whenever a row repeats
+    assert sum(s.size for s in occ) > sum(np.unique(s).size for s in occ)
+
+
+def _dispatch(ctx, comm):
+    from dynagnn.models.tgnn import Writes
+    from dynagnn.train.strategies.tgnn_memory import PartitionedMemory
+
+    n, rng = 20, np.random.default_rng(0)
+    owner = rng.integers(0, 2, n)
+    got = {}
+    for mode in ("sven", "depcomm"):
+        mem = PartitionedMemory(comm, owner, 3, 4, 2, mode)
+        store = mem.store
+        g = torch.Generator().manual_seed(1)
+        full = [torch.randn(n, 3, generator=g), torch.rand(n, generator=g).double(), torch.randn(n, 2, 4, generator=g),
+                torch.rand(n, 2, generator=g).double(), torch.rand(n, 2, generator=g) > 0.5]
+        own = torch.from_numpy(mem.own)
+        for buf, f in zip((store.memory, store.memory_ts, store.mail, store.mail_ts, store.mail_valid), full):
+            buf.copy_(f[own])
+        ids = np.random.default_rng(5 + ctx.rank).integers(0, n, 30)
+        req = mem.plan(ids)
+        rows = mem.fetch(req)
+        inv = torch.from_numpy(req.inverse)
+        got[mode] = [getattr(rows, k)[inv] for k in ("memory", "memory_ts", "mail", "mail_ts", "mail_valid")]
+        want = [f[torch.from_numpy(ids)] for f in full]
+        for a, b in zip(got[mode], want):
+            assert torch.equal(a, b)
+        mem.push(Writes(torch.zeros(0, dtype=torch.int64), torch.zeros(0, 3), torch.zeros(0).double(), np.zeros(0, int)),
+                 Writes(torch.zeros(0, dtype=torch.int64), torch.zeros(0, 4), torch.zeros(0).double(), np.zeros(0, int)))
+    return all(torch.equal(a, b) for a, b in zip(got["sven"], got["depcomm"]))
+
+
+def test_redundancy_free_dispatch_equals_the_per_occurrence_fetch(two):
+    """Each distinct id asked once (sven) or every occurrence (depcomm's plan, raw rows): the same
+    rows as a direct read, on 2 processes."""
+    assert [r["dispatch"] for r in two] == [True, True]
+
+
+class _Dies(engine.Trainer):
+    def train_epoch(self, epoch):
+        if self.ctx.rank == 1:
+            import os
+            import signal
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().train_epoch(epoch)
+
+
+def _train_and_die(ctx, store, out, cfg):
+    engine.Trainer = _Dies  # this process only: rank 1 dies as its first epoch starts
+    return engine._train_here(ctx, store, out, cfg, None, False)
+
+
+def test_a_worker_that_dies_stops_the_run(store, tmp_path):
+    out = tmp_path / "o"
+    cfg = TrainConfig(**{**config("tgn", strategy="tgnn", workers=2, micro_batches=2, epochs=2).__dict__})
+    with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
+        launch(_train_and_die, 2, store, out, cfg, threads=1, timeout=120)
+    assert not out.exists() or not any(out.iterdir())
