@@ -1,6 +1,6 @@
 """Sven's tgnn strategies on 2 gloo processes against the events strategy on one: the same losses,
-every gradient and the same memory and mailbox (staleness off; TGN and JODIE; 1 and 2 micro-batches;
-DepComm and DepCache too), the bytes each batch sends against the closed forms of
+every gradient and the same memory and mailbox (staleness off; TGN and JODIE, APAN once; 1 and 2
+micro-batches; DepComm and DepCache too), the bytes each batch sends against the closed forms of
 ``analysis.commvolume`` on the same partition and batches, redundancy-free dispatch against the
 per-occurrence fetch, and a worker that dies ending the run with a clear error."""
 
@@ -19,7 +19,7 @@ from tests.train.test_events import config, event_store
 STEPS = 4
 CASES = [("tgn", "tgnn", 1, "hash"), ("tgn", "tgnn", 2, "reflexbicut"), ("jodie", "tgnn", 1, "range"),
          ("jodie", "tgnn", 2, "hash"), ("tgn", "tgnn_depcomm", 2, "hash"), ("tgn", "tgnn_depcache", 1, "hash"),
-         ("jodie", "tgnn_depcomm", 1, "hash")]
+         ("jodie", "tgnn_depcomm", 1, "hash"), ("apan", "tgnn", 2, "hash")]
 BYTES = [("tgn", s, 1, "hash") for s in ("tgnn", "tgnn_depcomm", "tgnn_depcache")]
 
 
@@ -86,7 +86,7 @@ def two(store):
 
 @pytest.fixture(scope="module")
 def one(store):
-    return {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie")}
+    return {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie", "apan")}
 
 
 @pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
