@@ -266,6 +266,18 @@ def _parser() -> argparse.ArgumentParser:
     cs.add_argument("--out", type=Path, required=True, help="output Parquet table")
     cs.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
 
+    sv = sub.add_parser("compare-sven", help="Sven's communication side by side: bytes per batch of tgnn, "
+                                             "tgnn_depcomm, tgnn_depcache; per-worker bytes per partitioner; epoch time",
+                        description="Gather tgnn training runs (Sven and its DepComm and DepCache baselines, or one "
+                                    "strategy with different memory partitioners) of one dataset and model: the bytes "
+                                    "each worker sent per training batch (rows fetched, rows written back, "
+                                    "bookkeeping, all-reduce) and the median epoch time. Writes a Parquet table and "
+                                    "a figure.")
+    sv.add_argument("runs", nargs="+", metavar="LABEL=DIR", help="a tgnn training run's label and output directory "
+                                                                "(metrics.parquet, comm.parquet)")
+    sv.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    sv.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+
     rt = sub.add_parser("runtimes", help="how long each workflow stage took, from Snakemake's benchmark files",
                         description="Read the benchmark files a workflow run wrote (<results>/benchmarks/<rule>/"
                                     "<job>.tsv): one row per job with its wall seconds, CPU seconds and peak "
@@ -499,6 +511,7 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "train": {"out_dir": None},
     "compare": {"out": (".parquet",), "figure": (".png",)},
     "compare-sampled": {"out": (".parquet",), "figure": (".png",)},
+    "compare-sven": {"out": (".parquet",), "figure": (".png",)},
     "runtimes": {"out": (".parquet",), "figure": (".png",)},
     "study": {"out": (".parquet",), "figure": (".png",)},
     "claims": {"out": (".parquet",), "html": (".html",)},
@@ -630,6 +643,18 @@ def cmd_compare_sampled(args) -> None:
                  r.epoch_s, r.l1_hit_ratio, r.l2_hit_ratio, r.store_bytes / 2**20, r.store_chunk_bytes / 2**20)
 
 
+def cmd_compare_sven(args) -> None:
+    from .report.sven import sven_communication, sven_table
+    from .tables import write_table
+
+    table = sven_table(_read_runs(args.runs, ("metrics.parquet", "comm.parquet"), "compare-sven"))
+    sven_communication(table, args.figure, "Sven: communication per batch and epoch time")
+    write_table(table, args.out, "")
+    for r in table.itertuples():
+        log.info("%-20s worker %d: %.1f KiB dispatch, %.1f KiB aggregation per batch; epoch %.2fs", r.run, r.worker,
+                 r.dispatch / 2**10, r.aggregation / 2**10, r.epoch_s)
+
+
 def cmd_runtimes(args) -> None:
     from .report.figures import stage_durations
     from .report.runtimes import stage_times
@@ -703,7 +728,7 @@ def cmd_check_config(args) -> None:
 
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
-            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled, "runtimes": cmd_runtimes, "study": cmd_study, "claims": cmd_claims,
+            "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled, "compare-sven": cmd_compare_sven, "runtimes": cmd_runtimes, "study": cmd_study, "claims": cmd_claims,
             "info": cmd_info, "check-config": cmd_check_config}
 
 
