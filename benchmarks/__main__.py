@@ -3,12 +3,12 @@
 import sys
 
 from . import (bench_analyze, bench_cache, bench_cost, bench_dist, bench_frames, bench_group, bench_ingest, bench_partition, bench_sampled, bench_schedule,
-               bench_stats, bench_tgnn_models, bench_train)
+               bench_stats, bench_tgnn, bench_tgnn_models, bench_train)
 
 BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main,
            "partition": bench_partition.main, "cache": bench_cache.main, "cost": bench_cost.main,
            "schedule": bench_schedule.main, "train": bench_train.main, "dist": bench_dist.main,
-           "group": bench_group.main, "tgnn": bench_tgnn_models.main,
+           "group": bench_group.main, "tgnn": bench_tgnn_models.main, "sven": bench_tgnn.main,
            "frames": bench_frames.main, "sampled": bench_sampled.main}
 
 
