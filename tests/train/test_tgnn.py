@@ -14,6 +14,7 @@ from dynagnn.dist.launch import launch
 from dynagnn.dist.testing import run_on
 from dynagnn.train import engine
 from dynagnn.train.engine import Trainer, TrainConfig
+from dynagnn.train.strategies.tgnn import worker_batches
 from tests.train.test_events import config, event_store
 
 STEPS = 4
@@ -116,24 +117,16 @@ def test_two_workers_equal_one(one, two, case):
 
 
 def _pieces(store, owner):
-    """The batches each worker trains in the first STEPS steps (m = 1), rebuilt in this process
-    from the events strategy's batch maker (not the tgnn code): per (worker, step) the sampled
-    occurrences (roots and valid neighbours) and the positive endpoints."""
+    """The batches each worker trains in the first STEPS steps (m = 1), rebuilt in this process by
+    the events strategy's batch maker: per (worker, step) the sampled occurrences (roots and valid
+    neighbours) and the positive endpoints."""
     tr = _trainer(store, "tgn")
-    s = tr.strategy
     occurrences, originals, trainer, step = [], [], [], []
-    for i, unit in enumerate(tr.split.train[:STEPS]):
-        _, events = s.task.unit_events(unit)
-        neg = s.task.train_negatives(events, 0, unit)
-        for rank in range(2):
-            mine = owner[s.task.src[events]] == rank
-            if not mine.any():
-                continue
-            b = s._make(events[mine], neg[mine], s.train_sampler)
-            occurrences.append(np.concatenate([b.roots, b.nbr[b.nbr_valid]]))
-            originals.append(np.concatenate([b.src, b.dst]))
-            trainer.append(rank)
-            step.append(i)
+    for i, rank, b in worker_batches(tr.strategy, owner, 2, tr.split.train[:STEPS]):
+        occurrences.append(np.concatenate([b.roots, b.nbr[b.nbr_valid]]))
+        originals.append(np.concatenate([b.src, b.dst]))
+        trainer.append(rank)
+        step.append(i)
     return occurrences, originals, np.array(trainer), np.array(step), tr.model
 
 

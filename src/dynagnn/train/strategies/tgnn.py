@@ -88,6 +88,21 @@ def memory_owner(src: np.ndarray, dst: np.ndarray, num_nodes: int, workers: int,
     return gp.reflexbicut_partition(keys // n, keys % n, num_nodes, workers, weights=weights, seed=seed)
 
 
+def worker_batches(strategy: EventStrategy, owner: np.ndarray, workers: int, units, epoch: int = 0):
+    """The batch each worker trains at each step of ``units`` (training batch units), with one piece
+    per worker (m = 1), built by ``strategy`` (any event strategy: its task, sampler and batch
+    maker), for counting without running the workers: yields (step, worker, EventBatch)."""
+    task = strategy.task
+    for step, unit in enumerate(units):
+        _, events = task.unit_events(unit)
+        neg = task.train_negatives(events, epoch, unit)
+        of = owner[task.src[events]]
+        for rank in range(workers):
+            mine = of == rank
+            if mine.any():
+                yield step, rank, strategy._make(events[mine], neg[mine], strategy.train_sampler)
+
+
 @dataclass
 class Piece:
     """One worker's micro-batch: ``batch`` (None: no events here), the requests for its rows, and
