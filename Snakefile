@@ -23,6 +23,7 @@ include: "rules/analyze.smk"
 include: "rules/profile.smk"
 include: "rules/schedule.smk"
 include: "rules/train.smk"
+include: "rules/papers.smk"
 include: "rules/report.smk"
 
 

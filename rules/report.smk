@@ -1,16 +1,55 @@
-# Report: how long each stage took (from the benchmark files every rule writes), drawn last, and the
-# HTML report (`snakemake --report results/report.html`) that gathers every figure of the run.
+# Report: the papers' headline claims beside ours (from the result tables), how long each stage took
+# (from the benchmark files every rule writes), drawn last, and the HTML report
+# (`snakemake --report results/report.html`) that gathers every figure of the run.
+
+
+def claim_inputs():
+    """The result tables of this config's targets that some claim of dynagnn.report.claims reads (a
+    figure's table is its .parquet sibling); the claims the config makes no table for say 'not run'."""
+    from dynagnn.report.claims import claim_tables
+
+    targets = [t for t in all_outputs() + paper_outputs() if t.endswith((".png", ".parquet"))]
+    tables = dict.fromkeys(t if t.endswith(".parquet") else t[: -len(".png")] + ".parquet" for t in targets)
+    return [str(p) for p in claim_tables(tables, RESULTS)]
+
+
+rule claims:
+    input:
+        claim_inputs(),
+    output:
+        table=f"{RESULTS}/report/claims.parquet",
+        html=report(
+            f"{RESULTS}/report/claims.html",
+            caption="../workflow/report/claims.rst",
+            category="Run",
+            labels={"figure": "claims table"},
+        ),
+    log:
+        f"{RESULTS}/logs/report/claims.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/claims/claims.tsv"
+    threads: 1
+    params:
+        results=RESULTS,
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn claims {input:q} --results {params.results:q} --out {output.table:q} "
+        "--html {output.html:q} > {log:q} 2>&1"
 
 
 rule runtimes:
     input:
         all_outputs(),
+        paper_outputs(),
+        rules.claims.output,
     output:
         table=f"{RESULTS}/report/runtimes.parquet",
         figure=report(
             f"{RESULTS}/report/runtimes.png",
             caption="../workflow/report/runtimes.rst",
             category="Run",
+            labels={"figure": "time per stage"},
         ),
         pdf=f"{RESULTS}/report/runtimes.pdf",
     log:
