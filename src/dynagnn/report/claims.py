@@ -36,7 +36,8 @@ PAPERS = {"blad": "BLAD (SC'23)", "pipad": "PiPAD (PPoPP'23)", "esdg": "ESDG (SC
 class Claim:
     """A headline claim of a paper and how ours is computed.
 
-    ``table``: a glob (``*`` spans folders) of the result table's path relative to the results folder;
+    ``table``: a glob of the result table's path relative to the results folder, folder by folder
+    (``*/stats.parquet`` is a dataset's statistics, not a file deeper down);
     ``ours(df, path)`` gives our number from the table read from ``path`` (LookupError when the table
     lacks what the claim needs, e.g. no DepComm rows); ``paper_value``: a number, or per model (the
     table's ``<dataset>/<model>/`` folder) a number; NaN for a claim the paper states only in words,
@@ -330,13 +331,19 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
+def _matches(rel: PurePosixPath, pattern: str) -> bool:
+    """``rel`` matches ``pattern`` part by part (a ``*`` never spans a folder)."""
+    parts = pattern.split("/")
+    return len(parts) == len(rel.parts) and all(fnmatch.fnmatchcase(p, q) for p, q in zip(rel.parts, parts))
+
+
 def claim_tables(paths: Iterable[str | Path], results: str | Path) -> list[Path]:
     """The tables among ``paths`` some claim reads (the workflow gives the claims rule these)."""
     root = Path(results)
     keep = []
     for p in paths:
         rel = _relative(Path(p), root)
-        if rel is not None and any(fnmatch.fnmatch(str(rel), c.table) for c in CLAIMS):
+        if rel is not None and any(_matches(rel, c.table) for c in CLAIMS):
             keep.append(Path(p))
     return keep
 
@@ -385,7 +392,7 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
     loaded: dict[PurePosixPath, pd.DataFrame] = {}
     rows = []
     for claim in claims:
-        matched = sorted(rel for rel in tables if fnmatch.fnmatch(str(rel), claim.table))
+        matched = sorted(rel for rel in tables if _matches(rel, claim.table))
         if not matched:
             rows.append(_row(claim, "", claim.paper_number(PurePosixPath()), np.nan, "", "not run"))
             continue
