@@ -17,7 +17,7 @@ from dynagnn.train.engine import Trainer, TrainConfig
 from dynagnn.train.strategies.tgnn import worker_batches
 from tests.train.test_events import config, event_store
 
-STEPS = 4
+STEPS = 3
 CASES = [("tgn", "tgnn", 1, "hash"), ("tgn", "tgnn", 2, "reflexbicut"), ("jodie", "tgnn", 1, "range"),
          ("jodie", "tgnn", 2, "hash"), ("tgn", "tgnn_depcomm", 2, "hash"), ("tgn", "tgnn_depcache", 1, "hash"),
          ("jodie", "tgnn_depcomm", 1, "hash"), ("apan", "tgnn", 2, "hash")]
@@ -77,6 +77,7 @@ def _body(ctx, comm, store):
         comm.take_counts()
         results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
     results["dispatch"] = _dispatch(ctx, comm)
+    results["range"] = _trainer(store, "jodie", "tgnn_range", 1, "hash", ctx, comm).strategy.owner
     return results
 
 
@@ -205,3 +206,11 @@ def test_a_worker_that_dies_stops_the_run(store, tmp_path):
     with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
         launch(_train_and_die, 2, store, out, cfg, threads=1, timeout=120)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_partitioner_variants_own_their_partition(two):
+    """tgnn_range splits the rows by id ranges whatever memory_partitioner says."""
+    from dynagnn.graph.partition import range_partition
+
+    for rank in range(2):
+        assert np.array_equal(two[rank]["range"], range_partition(25, 2))

@@ -15,7 +15,8 @@
 - ``tgnn``: Sven's event models on several workers: memory and mailbox partitioned (Re-FlexBiCut),
   redundancy-free dispatch, micro-batch pipelining, an optional one-step-stale all-reduce; its
   baselines ``tgnn_depcomm`` (per-occurrence fetch of the owner-updated memory) and
-  ``tgnn_depcache`` (replicated memory, writes all-gathered).
+  ``tgnn_depcache`` (replicated memory, writes all-gathered), and ``tgnn_hash``, ``tgnn_range`` (Sven with
+  the memory hashed or split by id ranges instead of Re-FlexBiCut).
 - ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
   cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
   baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
@@ -31,13 +32,13 @@ from dynagnn.train.strategies.group import BladEven, BladNM, GroupFrames, GroupP
 from dynagnn.train.strategies.sampled import Sampled, SampledNoCache, SampledRandom, SampledStatic
 from dynagnn.train.strategies.sequential import Sequential
 from dynagnn.train.strategies.snapshot import SnapshotPartition
-from dynagnn.train.strategies.tgnn import TGNNDepCache, TGNNDepComm, TGNNStrategy
+from dynagnn.train.strategies.tgnn import TGNNDepCache, TGNNDepComm, TGNNHash, TGNNRange, TGNNStrategy
 from dynagnn.train.strategies.vertex import VertexPartition
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
                                                                    GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
                                                                    Sampled, SampledNoCache, SampledStatic, SampledRandom,
-                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache)}
+                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange)}
 
 
 def strategy_class(name: str) -> type[Strategy]:

@@ -145,6 +145,7 @@ class TGNNStrategy(EventStrategy):
 
     name = "tgnn"
     mode = "sven"
+    partitioner: str | None = None  # a variant's own memory partitioner (else the option's)
 
     @classmethod
     def check(cls, config, model, num_nodes, workers):
@@ -177,7 +178,7 @@ class TGNNStrategy(EventStrategy):
         owner = torch.zeros(run.num_nodes, dtype=torch.int64)
         if comm.rank == 0:  # one partition for all (METIS inside Re-FlexBiCut is seeded, but be sure)
             owner = torch.from_numpy(memory_owner(task.src[tr], task.dst[tr], run.num_nodes, comm.world,
-                                                  opts["memory_partitioner"], opts["seed"]))
+                                                  self.partitioner or opts["memory_partitioner"], opts["seed"]))
         self.owner = comm.broadcast(owner, 0, "partition").numpy()
         m = self.model
         self.memory = PartitionedMemory(comm, self.owner, m.memory_dim, m.mail_dim, m.mailbox, self.mode, self.device)
@@ -457,3 +458,17 @@ class TGNNDepCache(TGNNStrategy):
 
     name = "tgnn_depcache"
     mode = "depcache"
+
+
+class TGNNHash(TGNNStrategy):
+    """Sven with the memory rows hashed to workers (a partitioner baseline, beside tgnn in a workflow)."""
+
+    name = "tgnn_hash"
+    partitioner = "hash"
+
+
+class TGNNRange(TGNNStrategy):
+    """Sven with the memory rows split by id ranges (DGL's; a partitioner baseline)."""
+
+    name = "tgnn_range"
+    partitioner = "range"
