@@ -1,0 +1,110 @@
+"""The claims table from result tables: exact values, 'not run', the GPU note, a changed file."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dynagnn.cli import main
+from dynagnn.report.claims import CLAIMS, claim_tables, claims_html, claims_table
+from dynagnn.tables import write_parquet
+from tests.badinput.common import assert_refused
+
+
+def _write(path, df, meta=None):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet(df, path, "", meta)
+    return path
+
+
+def _results(root, eta1=(0.5, 0.9, 0.95)):
+    """A results folder with a dataset's statistics and redundancy table, and a compare table whose runs
+    ran on a CPU."""
+    stats = _write(root / "d" / "stats.parquet", pd.DataFrame({
+        "snapshot": [0, 1, 2], "edges": [10, 20, 40], "active_nodes": [4, 10, 25], "overlap_rate": [0.0, 0.5, 0.75]}))
+    red = _write(root / "d" / "analysis" / "redundancy.parquet", pd.DataFrame({
+        "batch_size": [200, 800, 3000], "mean_eta1": list(eta1), "mean_eta2": [0.4, 0.6, 0.7]}))
+    cmp_ = _write(root / "d" / "m" / "compare-2.parquet", pd.DataFrame({
+        "strategy": ["vertex", "snapshot", "group", "blad_nm", "blad_even"], "epoch_s": [3.0, 2.0, 1.6, 1.8, 2.2],
+        "sync_share": [0.0, 0.1, 0.05, 0.08, 0.3], "overlap_share": [np.nan, np.nan, 0.2, 0.1, 0.1]}))
+    _write(root / "d" / "m" / "group-2" / "metrics.parquet", pd.DataFrame({"epoch": [0]}),
+           {"config": json.dumps({"device": "cpu", "strategy": "group"})})
+    return [stats, red, cmp_]
+
+
+def _rows(table, claim_start):
+    return table[table["claim"].str.startswith(claim_start)]
+
+
+def test_claims_exact_values_not_run_and_gpu_note(tmp_path):
+    paths = _results(tmp_path)
+    t = claims_table(paths, tmp_path)
+    spread = _rows(t, "a snapshot has up to 6.95x").iloc[0]
+    assert spread["ours"] == 25 / 4 and spread["ratio"] == pytest.approx(25 / 4 / 6.95)
+    assert spread["where"] == "d/stats.parquet" and spread["status"] == "measured"
+    change = _rows(t, "adjacent snapshots change").iloc[0]
+    assert change["ours"] == pytest.approx((0.5 + 0.25) / 2)  # snapshots 1 and 2: 1 - overlap rate
+    eta1 = _rows(t, "dispatch redundancy").iloc[0]
+    assert eta1["ours"] == 0.9 and eta1["paper_value"] == 0.8  # batch 800 is the closest to 1000
+    esdg = _rows(t, "epoch time: BLAD over ESDG").iloc[0]
+    assert esdg["ours"] == pytest.approx(2.0 / 1.6) and esdg["device"] == "cpu"
+    assert esdg["status"] == "needs a GPU (this run: cpu)"
+    even = _rows(t, "synchronisation share of the epoch, BLAD-Even").iloc[0]
+    assert even["ours"] == 0.3 and even["status"] == "measured"  # a share of time, not a GPU time
+    # Every claim has a row; those without a table here say so.
+    assert set(t["claim"]) == {c.claim for c in CLAIMS}
+    ladder = _rows(t, "training speed-up of PiPAD").iloc[0]
+    assert ladder["status"] == "not run" and np.isnan(ladder["ours"]) and ladder["where"] == ""
+    assert "not run" in claims_html(t) and "needs a GPU (this run: cpu)" in claims_html(t)
+
+
+def test_changed_result_file_changes_the_table(tmp_path):
+    paths = _results(tmp_path)
+    before = claims_table(paths, tmp_path)
+    _results(tmp_path, eta1=(0.5, 0.42, 0.95))  # the redundancy table rewritten
+    after = claims_table(paths, tmp_path)
+    changed = (before["ours"] != after["ours"]) & ~(before["ours"].isna() & after["ours"].isna())
+    assert list(after.loc[changed, "claim"]) == ["dispatch redundancy eta1 above 80% (batch of 1000 events)"]
+    assert after.loc[changed, "ours"].item() == 0.42 and after.loc[changed, "ratio"].item() == pytest.approx(0.42 / 0.8)
+
+
+def test_gpu_run_and_study_tables(tmp_path):
+    """A table with a device column (a study's) on a GPU: measured; the paper's number per model."""
+    _write(tmp_path / "d" / "tgcn" / "pipad_ladder.parquet", pd.DataFrame({
+        "run": ["sequential", "pipad"], "device": ["cuda", "cuda"], "epoch_s": [2.0, 0.5], "speedup": [1.0, 4.0],
+        "transfer_share": [0.25, 0.1], "peak_memory_mb": [100.0, 120.0]}))
+    t = claims_table([tmp_path / "d" / "tgcn" / "pipad_ladder.parquet"], tmp_path)
+    row = _rows(t, "training speed-up of PiPAD").iloc[0]
+    assert (row["ours"], row["paper_value"], row["status"]) == (4.0, 5.18, "measured")
+    assert _rows(t, "data transfer is 38.7%").iloc[0]["ours"] == 0.25
+
+
+def test_table_lacking_rows_and_pattern_per_folder(tmp_path):
+    vol = _write(tmp_path / "d" / "analysis" / "volume.parquet", pd.DataFrame({
+        "scheme": ["snapshot", "snapshot"], "partitioner": ["esdg_even"] * 2, "workers": [2, 8],
+        "counted_bytes": [10.0, 15.0]}))
+    t = claims_table([vol], tmp_path)
+    assert _rows(t, "snapshot-partition volume").iloc[0]["ours"] == 1.5
+    assert _rows(t, "communication volume: DepComm").iloc[0]["status"].startswith("not in this table (no sven rows")
+    # a run's training figure deeper down is not a sampled-<P> table
+    assert claim_tables([tmp_path / "d" / "m" / "sampled-1" / "training.parquet",
+                         tmp_path / "d" / "m" / "sampled-1.parquet"], tmp_path) == [
+        tmp_path / "d" / "m" / "sampled-1.parquet"]
+
+
+def test_cli_writes_parquet_and_html(tmp_path, capfd):
+    paths = _results(tmp_path)
+    out, page = tmp_path / "report" / "claims.parquet", tmp_path / "report" / "claims.html"
+    assert main(["-q", "claims", *map(str, paths), "--results", str(tmp_path), "--out", str(out),
+                 "--html", str(page)]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out), claims_table(paths, tmp_path))
+    assert "<td>6.25</td>" in page.read_text()
+    outside = tmp_path.parent / f"{tmp_path.name}_elsewhere.parquet"
+    _write(outside, pd.DataFrame({"x": [1]}))
+    try:
+        assert_refused(capfd, ["claims", str(outside), "--results", str(tmp_path / "d"), "--out",
+                               str(tmp_path / "c.parquet"), "--html", str(tmp_path / "c.html")], tmp_path,
+                       "not under the results folder")
+    finally:
+        outside.unlink()
