@@ -149,9 +149,14 @@ def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Se
     parts, options = fit_to_store(store, parts, options or AnalysisOptions())
     out = Path(out_dir)
     tables = {}
-    for part in (p for p in ANALYSES if p in parts):
+    todo = [p for p in ANALYSES if p in parts]
+    for i, part in enumerate(todo, 1):
+        # a line per table before and after: the rule's log shows how far a long analysis is
+        log.info("%s (%d/%d) of %s", part, i, len(todo), store_path)
+        t0 = time.perf_counter()
         df = _table(part, str(store_path), store, client, options, progress)
         write_table(df, out / f"{part}.parquet", store.checksum)
+        log.info("%s (%d/%d): %d rows in %.2fs", part, i, len(todo), len(df), time.perf_counter() - t0)
         tables[part] = df
         if on_table is not None:
             on_table(part, df)
