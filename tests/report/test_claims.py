@@ -108,3 +108,13 @@ def test_cli_writes_parquet_and_html(tmp_path, capfd):
                        "not under the results folder")
     finally:
         outside.unlink()
+
+
+def test_sven_hook_reads_the_tgnn_comparison(tmp_path):
+    """The tgnn strategies' comparison table (report/sven.py's columns), runs labelled by strategy."""
+    sven = _write(tmp_path / "d" / "tgn" / "sven-2.parquet", pd.DataFrame({
+        "run": ["tgnn", "tgnn", "tgnn_depcomm", "tgnn_depcomm"], "worker": [0, 1, 0, 1],
+        "dispatch": [10.0, 20.0, 50.0, 40.0], "aggregation": [5.0, 5.0, 5.0, 5.0], "epoch_s": [2.0, 2.0, 3.0, 3.0]}))
+    t = claims_table([sven], tmp_path)
+    assert _rows(t, "time per iteration: DepComm over Sven").iloc[0]["ours"] == 1.5
+    assert _rows(t, "bytes sent per batch in training").iloc[0]["ours"] == 100 / 40

@@ -176,6 +176,17 @@ def _sven_ratio(other: str) -> Callable:
     return ours
 
 
+def _sven_run_ratio(column: str, other: str) -> Callable:
+    """``other``'s over Sven's (run ``tgnn``) in the tgnn comparison: the epoch time, or ``rows``, the
+    bytes per batch of dispatch and aggregation summed over the workers."""
+    def value(df: pd.DataFrame, run: str) -> float:
+        sel = df[df["run"] == run]
+        if sel.empty:
+            raise LookupError(f"no run {run}")
+        return float(sel["epoch_s"].iloc[0]) if column == "epoch_s" else float((sel["dispatch"] + sel["aggregation"]).sum())
+    return lambda df, _: value(df, other) / value(df, "tgnn")
+
+
 def _eta(column: str) -> Callable:
     """Mean redundancy at the batch size closest to 1000 events (Sven's default)."""
     return lambda df, _: _one(df, column, batch_size=_closest(df["batch_size"], 1000))
@@ -300,11 +311,15 @@ CLAIMS: tuple[Claim, ...] = (
           "§4.4, Fig. 13a", 0.592, "*/analysis/partitions.parquet", _partition_cut("reflexbicut", "range", "max_part_comm"),
           "ours is the largest partition's communication volume on the union graph; the paper's is the balance "
           "cost of each iteration's all-to-all"),
-    # Hook for the tgnn strategies (issue 15): their comparison table, when that rule exists, is
-    # <dataset>/<model>/tgnn-<P>.parquet with one row per strategy and its epoch_s.
+    # Hook for the tgnn strategies (issue 15): their comparison (dynagnn compare-sven, report/sven.py)
+    # when the workflow draws it as <dataset>/<model>/sven-<P>.parquet with each run labelled by its
+    # strategy (tgnn = Sven, tgnn_depcomm, tgnn_depcache); until a rule makes it, these rows say not run.
     Claim("sven", "time per iteration: DepComm over Sven (up to)", "§10, Fig. 11a", 1.89,
-          "*/*/tgnn-*.parquet", _epoch_ratio("tgnn_depcomm", "tgnn"),
+          "*/*/sven-*.parquet", _sven_run_ratio("epoch_s", "tgnn_depcomm"),
           f"{_CPU}; gloo all-to-all in shared memory instead of NCCL across nodes", needs_gpu=True),
+    Claim("sven", "bytes sent per batch in training: DepComm over Sven (4 trainers)", "§5, Fig. 12b", 2.09,
+          "*/*/sven-*.parquet", _sven_run_ratio("rows", "tgnn_depcomm"),
+          "ours counts the rows the trained workers sent (dispatch + aggregation) on our dataset and worker count"),
     # BGL (NSDI'23)
     Claim("bgl", "a static cache of 10% of the nodes hits below 40%", "§2.3", 0.40,
           "*/analysis/cache.parquet", _hit("static", "random"),
