@@ -96,18 +96,24 @@ class CheckedStore(WrapperStore):
         name, _, chunk = key.rpartition("/")
         if name not in self.blosc or chunk == "zarr.json":
             return buf
-        if buf is None:
-            raise StoreError(f"{self.path}: array {name} is missing chunk {chunk}, which would read as zeros; "
-                             f"{DAMAGED}")
-        want = self.blosc[name]
-        if want is not None and byte_range is None:
-            head = buf[:BLOSC_HEADER].to_bytes()
-            size, stored = (int.from_bytes(head[a:a + 4], "little") for a in (4, 12))
-            if len(head) < BLOSC_HEADER or stored != len(buf) or size != want:
-                raise StoreError(f"{self.path}: array {name}: chunk {chunk} is truncated or damaged "
-                                 f"({len(buf)} bytes, its header says {stored} bytes holding {size}, "
-                                 f"a chunk holds {want}); {DAMAGED}")
+        want = self.blosc[name] if byte_range is None else None
+        check_chunk(self.path, name, chunk, None if buf is None else buf[:BLOSC_HEADER].to_bytes(),
+                    0 if buf is None else len(buf), want)
         return buf
+
+
+def check_chunk(path, name: str, chunk: str, head: bytes | None, length: int, want: int | None) -> None:
+    """StoreError for chunk ``chunk`` of array ``name`` when its file is gone (``head`` None), or,
+    ``want`` given (decoded bytes of a chunk), when its Blosc header (``head``, the first bytes of
+    its ``length``) disagrees with its length or with ``want``."""
+    if head is None:
+        raise StoreError(f"{path}: array {name} is missing chunk {chunk}, which would read as zeros; {DAMAGED}")
+    if want is not None:
+        size, stored = (int.from_bytes(head[a:a + 4], "little") for a in (4, 12))
+        if len(head) < BLOSC_HEADER or stored != length or size != want:
+            raise StoreError(f"{path}: array {name}: chunk {chunk} is truncated or damaged "
+                             f"({length} bytes, its header says {stored} bytes holding {size}, "
+                             f"a chunk holds {want}); {DAMAGED}")
 
 
 def _blosc_sizes(nodes: dict) -> dict[str, int | None]:
