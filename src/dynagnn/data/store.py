@@ -45,9 +45,10 @@ FEATURE_CHUNK_BYTES = 64 << 20
 # Static features [N, F] are read by rows (sampled training: a mini-batch's vertices, spread over
 # the graph), so their chunks are small: a row read decodes its whole chunk. At 1 MiB a batch's
 # 5,000 random rows of a 2M x 128 array decoded 969 of its 977 chunks (400x the bytes asked for);
-# at 16 KiB, 75 MiB for 2.4 MiB, in about the same time (zarr's cost per chunk, ~0.2 ms, then
-# dominates), so a cache's misses cost in proportion to their number.
-FEATURE_ROW_CHUNK_BYTES = 16 << 10
+# at 16 KiB (32 rows) 30x; at 4 KiB (8 rows) 7x, the time the same (a chunk costs its file read
+# and decode, ~15 us with data.rows, whatever its size here). Smaller still costs more at ingest
+# (2 KiB: 3x the write time and 2x the disk of 4 KiB for 2M x 128; one-row chunks 15x).
+FEATURE_ROW_CHUNK_BYTES = 4 << 10
 # Blosc-LZ4 with byte shuffle: on 10M-element int64 arrays here it wrote 3x and read 3.7x faster
 # than zarr's default Zstd, at the same size (sorted ids and times shuffle well).
 NUMERIC_CODEC = BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
