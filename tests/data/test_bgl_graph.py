@@ -59,8 +59,25 @@ def test_seeded_and_registered():
     assert not np.array_equal(a.snapshots.rows[0], c.snapshots.rows[0])
 
 
+def test_locality_window():
+    # contiguous ids: a share `local` of the edges joins ids at most `window` apart in one community
+    n, m, w = 4000, 30000, 30
+    near = {}
+    for local in (0.0, 0.9):
+        g = bgl_classes(n, m, feature_dim=2, classes=4, local=local, window=w, seed=5, contiguous=True)
+        row, col, y = g.snapshots.rows[0], g.snapshots.cols[0], g.node_labels
+        assert row.size == m and np.all(row < col)
+        near[local] = np.mean((col - row <= w) & (y[row] == y[col]))
+    assert near[0.0] < 0.1 and 0.8 < near[0.9] < 0.95   # 0.9 drawn local, less the repeated (hub) pairs dropped
+    a = bgl_classes(500, 2000, feature_dim=2, seed=1)      # local = 0: the former stream, unchanged
+    b = bgl_classes(500, 2000, feature_dim=2, seed=1, local=0.0, window=3)
+    assert np.array_equal(a.snapshots.rows[0], b.snapshots.rows[0]) and np.array_equal(a.snapshots.cols[0],
+                                                                                       b.snapshots.cols[0])
+
+
 @pytest.mark.parametrize("params,key", [({"classes": 1}, "classes"), ({"feature_dim": 0}, "feature_dim"),
                                         ({"within": 1.5}, "within"), ({"signal": -1}, "signal"),
+                                        ({"local": 1.5}, "local"), ({"window": 0}, "window"),
                                         ({"contiguous": "yes"}, "contiguous")])
 def test_bad_parameters_name_themselves(params, key):
     with pytest.raises(ConfigError, match=key):

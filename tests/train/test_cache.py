@@ -79,6 +79,7 @@ def test_store_reads_count_rows_and_chunks(store):
     np.testing.assert_array_equal(rows.read(ids), store.read("features/x")[ids])
     assert rows.rows == 4 and rows.bytes == 4 * 4 * F
     assert rows.chunks == len({int(i) // rows.chunk_rows for i in ids})
+    assert rows.chunk_bytes_read == rows.chunks * rows.chunk_rows * 4 * F   # decoded: whole chunks, each once
 
 
 def test_budget_beyond_memory_is_refused(store, monkeypatch):

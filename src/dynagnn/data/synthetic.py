@@ -171,7 +171,7 @@ def churn(num_nodes: int, num_edges: int, num_snapshots: int, *, change: float =
 
 def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, classes: int = 16,
                 within: float = 0.8, exponent: float = 2.3, signal: float = 0.05,
-                contiguous: bool = False, seed: int = 0) -> RawGraph:
+                local: float = 0.0, window: int = 1000, contiguous: bool = False, seed: int = 0) -> RawGraph:
     """A static power-law graph with communities, node features and labels: sampled training at
     the scale BGL studies (NSDI'23, Table 2: Ogbn-products, 2.4M vertices, width 100, 47 classes).
 
@@ -185,6 +185,14 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
       at random ids, capped near 4 sqrt(2m)). An edge draws u by weight; v is drawn by weight inside
       u's community with probability ``within``, else over all vertices. Exactly ``num_edges``
       distinct undirected pairs, no self-loops.
+    - Locality (``local`` > 0): a share ``local`` of the edges instead draws v by weight among the
+      ids of u's community within ``window`` of u (on the drawn ids, before the relabelling). A
+      community of 125,000 vertices says little about who meets whom two hops away: with
+      ``local = 0`` a BFS order gives consecutive batches no more common neighbours than a random
+      one. Real graphs (OGB products, papers) are locally dense at every scale; the window makes
+      neighbourhoods overlap along the drawn ids, so the vertices a BFS reaches together share
+      their neighbours, which BGL's proximity order turns into FIFO hits. ``local = 0`` (the
+      default) draws exactly the graph it drew before the option existed.
     - Label of v: its community (int64 [N]). Features float32 [N, F]: ``signal * mu_c + noise``,
       ``mu_c`` a random unit-variance centre per class, noise N(0, 1): one vertex's own row says
       little about its class, the mean over its neighbourhood (mostly of its community) much more,
@@ -199,6 +207,8 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
     f = _check_int("feature_dim", feature_dim, 1)
     k = _check_int("classes", classes, 2, n)
     within = _check_float("within", within, 0.0, 1.0)
+    local = _check_float("local", local, 0.0, 1.0)
+    window = _check_int("window", window, 1)
     signal = _check_float("signal", signal, 0.0, math.inf, hi_open=True)
     _check_seed(seed)
     if not isinstance(contiguous, bool):
@@ -218,13 +228,28 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
         u = pick(zeros, alls, rng)
         inside = rng.random(count) < within
         c = community[u]
-        v = pick(np.where(inside, start[c], 0), np.where(inside, start[c + 1], n), rng)
-        return u, v
+        lo, hi = np.where(inside, start[c], 0), np.where(inside, start[c + 1], n)
+        if local:   # drawn only then: local = 0 keeps the generator's former random stream
+            near = rng.random(count) < local
+            lo = np.where(near, near_lo(u), lo)
+            hi = np.where(near, near_hi(u), hi)
+        return u, pick(lo, hi, rng)
 
-    def pair_weight(u, v):
+    def near_lo(u):
+        return np.maximum(start[community[u]], u - window)
+
+    def near_hi(u):
+        return np.minimum(start[community[u] + 1], u + window + 1)
+
+    def pair_weight(u, v):   # only where pairs are enumerated (dense graphs): the draw's mixture
         same = community[u] == community[v]
         wc = cum[start[community[u] + 1]] - cum[start[community[u]]]
-        return weight[u] * weight[v] * (within * same / wc + (1 - within) / cum[-1])
+        far = within * same / wc + (1 - within) / cum[-1]
+        if not local:
+            return weight[u] * weight[v] * far
+        near = same & (np.abs(u - v) <= window)
+        win = 0.5 * (1 / (cum[near_hi(u)] - cum[near_lo(u)]) + 1 / (cum[near_hi(v)] - cum[near_lo(v)]))
+        return weight[u] * weight[v] * ((1 - local) * far + local * near * win)
 
     keys = _sample_keys(_PairModel(draw, pair_weight), m, n, rng_graph)
     centres = rng_feat.standard_normal((k, f)).astype(np.float32)

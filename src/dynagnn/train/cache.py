@@ -4,7 +4,7 @@ through a device level and a host level, and never whole.
 - **Level 1**: a buffer [S1, F] on the training device (a separate tensor when that is the CPU).
 - **Level 2**: a buffer [S2, F] in host memory.
 - **Below**: ``features/x`` in the Zarr store, read by rows (:class:`StoreRows`): only the chunks
-  that hold the rows asked for are decoded.
+  that hold the rows asked for are decoded, each once per read.
 
 Each level is driven by one of the simulation's policy objects (:mod:`dynagnn.graph.cache`:
 ``FIFOCache``, BGL's ring buffer, or ``StaticCache``, PaGraph's top-degree cache), which decide hits
@@ -17,8 +17,8 @@ A level's budget is bytes (config ``cache_l1_mb``, ``cache_l2_mb``): its capacit
 ``budget // (4 F)`` rows, at most N. A budget larger than the memory it lives in is refused.
 
 Counted per level, for training lookups only (evaluation reads through the cache without changing
-it or its counters): hits, misses, bytes served; below: rows and bytes read from the store, and the
-chunks (and their bytes) Zarr decoded for them.
+it or its counters): hits, misses, bytes served; below: the rows (and their bytes) asked of the store,
+and the chunks it decoded for them and their bytes (the bytes read from the store).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dynagnn.data.rows import RowReader
 from dynagnn.errors import ConfigError
 from dynagnn.graph.cache import FIFOCache, StaticCache
 
@@ -51,39 +52,39 @@ def device_memory(device: torch.device) -> int | None:
 
 
 class StoreRows:
-    """The level below the caches: rows of the store's ``features/x`` read through Zarr.
+    """The level below the caches: rows of the store's ``features/x``, read by chunk
+    (:class:`~dynagnn.data.rows.RowReader`: each chunk that holds rows asked for decoded once, the
+    rows sliced out).
 
     Static features [N, F] are read as they are; per-snapshot features [T, N, F] are read at snapshot
     ``snapshot`` (default the last, the graph a static model is trained on). ``read(ids)`` takes
-    sorted distinct ids and returns float32 [k, F]; only their chunks are decoded.
+    sorted distinct ids and returns float32 [k, F]. Counted: the rows asked for (``rows``, ``bytes``)
+    and what the store decoded for them (``chunks``, ``chunk_bytes_read``: the bytes read from the
+    store), and the seconds it took.
     """
 
     def __init__(self, store, snapshot: int | None = None):
         if not store.has("features/x"):
             store.require_features()  # the one message for a store without features
-        self.store = store
         arr = store.root["features/x"]
-        self.num_nodes, self.dim = int(arr.shape[-2]), int(arr.shape[-1])
-        self.snapshot = None if arr.ndim == 2 else (arr.shape[0] - 1 if snapshot is None else int(snapshot))
+        last = arr.shape[0] - 1 if arr.ndim == 3 else None
+        self.reader = RowReader(store, "features/x", last if snapshot is None else snapshot)
+        self.num_nodes, self.dim = self.reader.num_rows, self.reader.width
         self.row_bytes = 4 * self.dim
-        self.chunk_rows = int(arr.chunks[-2])
-        self.chunk_bytes = self.chunk_rows * int(arr.chunks[-1]) * 4
+        self.chunk_rows = self.reader.chunk_rows
         self.rows = self.bytes = self.chunks = self.chunk_bytes_read = 0
         self.seconds = 0.0
 
     def read(self, ids: np.ndarray, count: bool = True) -> np.ndarray:
         t0 = time.perf_counter()
-        sel = (ids, slice(None)) if self.snapshot is None else (self.snapshot, ids, slice(None))
-        rows = self.store.read("features/x", sel).astype(np.float32, copy=False) if ids.size else \
-            np.zeros((0, self.dim), np.float32)
+        rows, chunks, decoded = self.reader.read(ids)
         if count:
             self.seconds += time.perf_counter() - t0
             self.rows += int(ids.size)
             self.bytes += int(ids.size) * self.row_bytes
-            chunks = int(np.count_nonzero(np.diff(ids // self.chunk_rows))) + 1 if ids.size else 0
             self.chunks += chunks
-            self.chunk_bytes_read += chunks * self.chunk_bytes
-        return rows
+            self.chunk_bytes_read += decoded
+        return rows.astype(np.float32, copy=False)
 
 
 class CacheLevel:
