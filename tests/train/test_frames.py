@@ -13,6 +13,7 @@ import torch
 from dynagnn import models
 from dynagnn.errors import ConfigError
 from dynagnn.models import TGCN
+from dynagnn.schedule.tuner import Candidate, candidates, fastest
 from dynagnn.train.engine import TrainConfig, Trainer, train
 from dynagnn.train.strategies.frames import Frames, ReuseCache
 from dynagnn.train.strategies.sequential import Sequential
@@ -75,15 +76,22 @@ def assert_same(got, ref):
     torch.testing.assert_close(h, rh, rtol=1e-5, atol=1e-5)
 
 
+# every S with reuse on and off and with the pipeline on and off, each (reuse, pipeline) pair twice (a
+# pairwise cover: the pipeline changes where a frame is prepared, never what it holds); the last
+# case caps S_per at 1 (frames of single-snapshot partitions, as the measured tuner may choose)
+CASES = [(1, "on", "on"), (1, "off", "off"), (2, "on", "off"), (2, "off", "on"), (4, "on", "on"),
+         (4, "off", "off", 1), (8, "on", "off"), (8, "off", "on")]
+
+
 @pytest.mark.parametrize("model_name", MODELS, indirect=True)
 def test_frames_equal_sequential(store, model_name):
     tr = trainer(store, model_name)
     run = tr.run
     ref = one_step(run, tr.strategy)
-    # every S with reuse and pipeline both on and both off; the mixed pairs at S = 4
-    cases = [(S, on, on) for S in (1, 2, 4, 8) for on in ("on", "off")] + [(4, "on", "off"), (4, "off", "on")]
-    for S, reuse, pipeline in cases:
+    for S, reuse, pipeline, *cap in CASES:
         s = frames_on(run, frame_size=S, frame_reuse=reuse, pipeline=pipeline)
+        if cap:
+            s.engine.tuner.max_s_per = cap[0]
         assert_same(one_step(run, s), ref)
         if reuse == "on":   # again: every Â_t X_t now comes from the cache (the first met partial misses)
             assert_same(one_step(run, s), ref)
@@ -112,17 +120,29 @@ def test_reuse_skips_the_first_aggregation_and_its_feed(store, model_name):
 
 
 def test_tuner_freezes_after_a_profiling_epoch(store):
-    """No --frame-size: epoch 0 runs one snapshot per frame, then S is the window (memory allows) or
-    what a small memory bound allows; the loss curve is sequential's either way."""
-    ref, _ = trainer(store, "wdgcn", epochs=3, patience=3).fit()
-    got, _ = trainer(store, "wdgcn", strategy="frames", epochs=3, patience=3).fit()
-    assert got["frame_size"].tolist() == [WINDOW] * 3     # decided at the end of epoch 0
+    """No --frame-size: epoch 0 runs one snapshot per frame, then the tuner times its candidates on
+    real windows and keeps the fastest; the trials leave training as it was (the loss curve is
+    sequential's). With timings injected (here: faster the larger S) the choice is the window, or
+    what a small memory bound allows."""
+    ref, _ = trainer(store, "evolvegcn_o", epochs=3, patience=3).fit()
+    tr = trainer(store, "evolvegcn_o", strategy="frames", epochs=3, patience=3)
+    got, _ = tr.fit()
+    tuner = tr.strategy.engine.tuner
+    assert set(tuner.timings) == set(candidates(WINDOW))   # EvolveGCN-O aggregates layer 2: S_per matters
+    best = fastest(tuner.timings)
+    assert got["frame_size"].tolist() == [best.frame_size] * 3 and tuner.max_s_per == best.max_s_per
+    assert got["tuning_s"].iloc[0] > 0 and (got["tuning_s"].iloc[1:] == 0).all()
     np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
-    tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
-    per = tr.strategy.engine.tuner.snapshot_bytes
-    tr.strategy.engine.tuner.bytes_available = 2.5 * per
-    small, _ = tr.fit()
-    assert small["frame_size"].tolist() == [2, 2]
+    for memory, want in ((None, WINDOW), (2.5, 2)):
+        tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
+        engine = tr.strategy.engine
+        engine._trial = lambda ranges: (lambda c: [1.0 / c.frame_size])
+        if memory:
+            engine.tuner.bytes_available = memory * engine.tuner.snapshot_bytes
+        m, _ = tr.fit()
+        assert m["frame_size"].tolist() == [want] * 2
+        # WD-GCN reads only the reused ÂX: one candidate per S
+        assert sorted(engine.tuner.timings) == [Candidate(s, s) for s in (1, 2, 4, 8) if s <= want]
 
 
 def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
@@ -180,6 +200,26 @@ def test_fused_tgcn_recurrence_gradients():
     args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
             for shape in ((S, N, 2 * H), (S, N, H), (N, H), (H, 2 * H), (H, H))]
     assert torch.autograd.gradcheck(_GRURecurrence.apply, args)
+
+
+def test_fused_evolvegcn_o_weight_chain():
+    """EvolveGCN-O's frame path evolves a layer's S weights as one hand-fused chain: every input's
+    gradient checked numerically in float64, and its weights equal to MatGRUCell stepped S times."""
+    from dynagnn.models.evolvegcn import MatGRUCell, _MatGRUChain
+
+    g = torch.Generator().manual_seed(0)
+    F, H, S = 3, 2, 4
+    args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
+            for shape in ((3 * F, F), (F, F), (3 * F, H), (F, H))]
+    assert torch.autograd.gradcheck(lambda m, u, b, q: _MatGRUChain.apply(m, u, b, q, S), args)
+    cell = MatGRUCell(F, H).double()
+    w, ref = args[3].detach(), []
+    for _ in range(S):
+        w = cell(w, w)
+        ref.append(w)
+    m = torch.cat([cell.W[0] + cell.U[0], cell.W[1] + cell.U[1], cell.W[2]])
+    torch.testing.assert_close(_MatGRUChain.apply(m, cell.U[2], torch.cat(list(cell.B)), args[3].detach(), S),
+                               torch.stack(ref))
 
 
 def test_frame_lstm_equals_the_cell_loop():

@@ -217,15 +217,51 @@ def frame_size_for(window: int, snapshot_bytes: float, bytes_available: float, c
     return max(1, min(int(window), int(cap), fit))
 
 
+@dataclass(frozen=True, order=True)
+class Candidate:
+    """One configuration the run-time tuner times: S snapshots per frame, and the largest S_per its
+    frames may take (1: each snapshot with its own matrix; S: the traffic model's free choice)."""
+
+    frame_size: int
+    max_s_per: int
+
+
+def candidates(max_frame: int, options=OPTIONS, partitions: bool = True) -> list[Candidate]:
+    """The configurations to time: every S among ``options`` up to ``max_frame`` (the memory bound)
+    and ``max_frame`` itself; per S, S_per capped at 1 and left to the traffic model (S). With
+    ``partitions`` False (the model reads only the reused ``Â X``, so S_per is never used) one per S."""
+    sizes = sorted({int(o) for o in options if int(o) <= max_frame} | {int(max_frame)})
+    return [Candidate(s, p) for s in sizes for p in sorted({1, s} if partitions else {s})]
+
+
+def trial_seconds(rounds) -> float:
+    """A candidate's time from its timed rounds, each the seconds of the same W pieces of work (a
+    number, or a sequence of W): per piece its least disturbed round (a loaded machine only ever adds
+    time), summed."""
+    return float(np.min(np.array([np.atleast_1d(np.asarray(r, dtype=np.float64)) for r in rounds]), axis=0).sum())
+
+
+def fastest(timings: dict[Candidate, list]) -> Candidate:
+    """The candidate of the least :func:`trial_seconds`; exact ties to the larger S, then the larger
+    S_per cap (PiPAD: "larger S_per is preferred")."""
+    if not timings:
+        raise ValueError("fastest: no timings")
+    return min(timings, key=lambda c: (trial_seconds(timings[c]), -c.frame_size, -c.max_s_per))
+
+
 class FrameTuner:
     """PiPAD's run-time tuner for the frame engine (§4.4): S, then S_per for every frame, frozen.
 
     ``stats(a, s) -> (overlap rate, bytes)``: the partitions of size s of the frame starting at
     snapshot a (their mean overlap rate and the bytes they move). ``frame_size``: S fixed by hand
     (``--frame-size``); None: the first epoch is a profiling epoch that runs one snapshot per frame
-    (PiPAD's preparing epochs), then :meth:`freeze` picks S from the memory bound. Each frame's S_per
-    is :func:`tune_frames` on that frame's row (overlap rates, memory, and once profiled the stall
-    check), decided the first time the frame is met and kept.
+    (PiPAD's preparing epochs), then :meth:`freeze` picks S. Given a ``measure``, it times the
+    :func:`candidates` up to the memory bound on real frames and keeps the fastest (PiPAD's tuner is
+    a run-time one; the traffic model alone misjudges a CPU, where a frame-wide tensor can leave the
+    cache before the shared matrix saves anything); without one, S is the memory bound. Each frame's
+    S_per is :func:`tune_frames` on that frame's row (overlap rates, memory, and once profiled the
+    stall check) among the options up to the chosen cap, decided the first time the frame is met
+    and kept.
     """
 
     def __init__(self, stats, window: int, snapshot_bytes: float, bytes_available: float, *,
@@ -237,19 +273,45 @@ class FrameTuner:
         self.options = tuple(int(o) for o in options)
         self.fixed = frame_size is not None
         self.frame_size = int(frame_size) if frame_size is not None else 1
+        self.max_s_per = self.frame_size
         self.frozen = self.fixed
         self.compute_time: float | None = None
         self.bytes_per_second: float | None = None
+        self.timings: dict[Candidate, list] = {}
         self._s_per: dict[tuple[int, int], int] = {}
 
-    def freeze(self, compute_time: float | None = None, bytes_per_second: float | None = None) -> int:
-        """End of the profiling epoch: S from the memory bound, the measured per-snapshot compute time
-        and feed bandwidth kept for the stall check. Returns S."""
-        if not self.frozen:
-            self.frame_size = frame_size_for(self.window, self.snapshot_bytes, self.bytes_available)
-            self.compute_time = compute_time
-            self.bytes_per_second = bytes_per_second
-            self.frozen = True
+    def use(self, c: Candidate) -> None:
+        """Run frames as candidate ``c`` from now on (S_per decisions start afresh)."""
+        self.frame_size, self.max_s_per = int(c.frame_size), int(c.max_s_per)
+        self._s_per.clear()
+
+    def freeze(self, compute_time: float | None = None, bytes_per_second: float | None = None, *,
+               measure=None, partitions: bool = True, rounds: int = 3) -> int:
+        """End of the profiling epoch: S (and the S_per cap) chosen, the measured per-snapshot compute
+        time and feed bandwidth kept for the stall check. ``measure(candidate) -> seconds`` (a number,
+        or one per piece of work) runs the same real work under the candidate the tuner has just put
+        in use; each candidate is measured
+        ``rounds`` + 1 times, interleaved, the first (warm-up: matrices built, caches filled) left
+        out, and :func:`fastest` decides. ``partitions``: whether S_per matters (:func:`candidates`).
+        Returns S."""
+        if self.frozen:
+            return self.frame_size
+        self.compute_time = compute_time
+        self.bytes_per_second = bytes_per_second
+        bound = frame_size_for(self.window, self.snapshot_bytes, self.bytes_available)
+        cands = candidates(bound, self.options, partitions)
+        best = Candidate(bound, bound)
+        if measure is not None and len(cands) > 1:
+            self.timings = {c: [] for c in cands}
+            for r in range(int(rounds) + 1):
+                for c in cands:
+                    self.use(c)
+                    t = measure(c)
+                    if r:
+                        self.timings[c].append(t)
+            best = fastest(self.timings)
+        self.use(best)
+        self.frozen = True
         return self.frame_size
 
     def s_per(self, a: int, size: int) -> int:
@@ -261,9 +323,9 @@ class FrameTuner:
         return got
 
     def _decide(self, a: int, size: int) -> int:
-        if size == 1:
-            return 1
-        opts = partition_options(size, self.options)
+        opts = tuple(o for o in partition_options(size, self.options) if o <= self.max_s_per)
+        if len(opts) == 1:
+            return opts[0]
         rows = [self.stats(a, s) if s > 1 else (1.0, 0) for s in opts]
         overlap = np.array([[r[0] for r in rows]])
         kw = {}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -45,7 +46,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph import csr
 from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot, split_shared
 from dynagnn.models.base import DynamicGNN, Frame, State
-from dynagnn.schedule.tuner import FrameTuner
+from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
@@ -338,19 +339,51 @@ class FrameEngine:
         S, end, out = self.tuner.frame_size, ts[-1] + 1, []
         for a in range(ts[0], end, S):
             size = min(S, end - a)
-            out.append((a, size, self.tuner.s_per(a, size) if self.tuner.frozen else 1))
+            out.append((a, size, self.tuner.s_per(a, size)))
         return out
 
     def prepare_host(self, ranges: Sequence[Sequence[int]]) -> None:
         """Decide S_per and build the host matrices of every partition of ``ranges`` now (PiPAD does
         this overlap extraction in its preparing epochs), rather than in the first frames that meet
         them. Nothing to build when the model reads only the reused ``Â X``."""
-        if not self.tuner.frozen or ("parts" not in self.needs and self.reuse):
+        if not self.tuner.frozen or not self._partitions_matter():
             return
-        for ts in ranges:
-            for a, size, s_per in self.frames_of(ts):
-                for b in range(a, a + size, s_per):
-                    self._host_part(b, min(s_per, a + size - b))
+        for key in self._part_keys(ranges):
+            self._host_part(*key)
+
+    def _part_keys(self, ranges: Sequence[Sequence[int]]) -> set[tuple[int, int]]:
+        """(first snapshot, size) of every partition the frames of ``ranges`` are cut into."""
+        return {(b, min(s_per, a + size - b)) for ts in ranges for a, size, s_per in self.frames_of(ts)
+                for b in range(a, a + size, s_per)}
+
+    def _partitions_matter(self) -> bool:
+        """Whether frames ever read partition matrices: the model aggregates a frame-wide input
+        itself, or its first aggregation is computed each time (no reuse)."""
+        return "parts" in self.needs or (self.reads_ax and not self.reuse)
+
+    def _trial(self, ranges: Sequence[Sequence[int]], windows: int = 4):
+        """The tuner's ``measure``: seconds of the forward and backward of each of up to ``windows``
+        of the epoch's ranges (evenly spread) from the initial state, under the candidate in use. The
+        parameter gradients are computed and dropped (``.grad`` is untouched), and no random number
+        is drawn, so training goes on as if no trial ran."""
+        ranges = [list(r) for r in ranges if len(r)]
+        picks = [ranges[int(i)] for i in np.unique(np.linspace(0, len(ranges) - 1, min(windows, len(ranges))).round())]
+        params = [p for p in self.model.parameters() if p.requires_grad]
+
+        def measure(candidate) -> list[float]:
+            out = []
+            with torch.enable_grad():
+                for ts in picks:
+                    t0 = time.perf_counter()
+                    hs, _ = self.forward(ts, self.model.initial_state(self.N, self.device))
+                    h = hs[-1]
+                    if h.requires_grad:
+                        torch.autograd.grad(h, params, torch.ones_like(h), allow_unused=True)
+                    if self.gpu:
+                        torch.cuda.synchronize(self.device)
+                    out.append(time.perf_counter() - t0)
+            return out
+        return measure
 
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
@@ -414,14 +447,29 @@ class FrameEngine:
         c = self.take_counts()
         p = self.prefetch.take_stats()
         tuner = self.tuner
+        tuning = 0.0
         if not tuner.frozen:
             per_snapshot = seconds / max(c["snapshots"], 1)
             rate = c["bytes_fed"] / p["exposed_s"] if p["exposed_s"] > 0 and c["bytes_fed"] else None
-            S = tuner.freeze(per_snapshot, rate)
-            log.info("frames: profiling epoch done, S = %d snapshots per frame (memory bound %.0f MiB, "
-                     "%.0f KiB per snapshot)", S, tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024)
-            self.prepare_host(ranges())
-        return {"frame_size": float(tuner.frame_size),
+            rs = ranges()
+            t0 = time.perf_counter()
+            S = tuner.freeze(per_snapshot, rate, measure=self._trial(rs), partitions=self._partitions_matter())
+            tuning = time.perf_counter() - t0
+            self.take_counts()          # the trials' frames are no epoch's
+            self.prefetch.take_stats()
+            timed = ", ".join(f"{c.frame_size}/{c.max_s_per} {1e3 * trial_seconds(t):.1f}" for c, t in tuner.timings.items())
+            log.info("frames: profiling epoch done, S = %d snapshots per frame, S_per <= %d (memory bound %.0f MiB, "
+                     "%.0f KiB per snapshot; timed S/S_per cap, ms: %s; %.2f s)", S, tuner.max_s_per,
+                     tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024, timed or "none", tuning)
+            # the trials' partitions of other candidates are dropped, the chosen one's built for all ranges
+            keep = self._part_keys(rs)
+            for parts in (self._host_parts, self._dev_parts):
+                for key in [k for k in parts if k not in keep]:
+                    part = parts.pop(key)
+                    if parts is self._dev_parts:
+                        self._dev_parts_bytes -= part.nbytes
+            self.prepare_host(rs)
+        return {"frame_size": float(tuner.frame_size), "tuning_s": tuning,
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),
                 "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
                 "transfer_hidden_s": p["hidden_s"]}
