@@ -439,10 +439,12 @@ class FrameEngine:
         self.schedule(ranges)
 
     def end_epoch(self, seconds: float, ranges) -> dict[str, float]:
-        """After an epoch's training of ``seconds``: its figures for metrics.parquet (frame size,
-        first-layer aggregations, bytes fed, exposed and hidden transfer). After the profiling epoch
-        (one snapshot per frame), its compute time and feed rate freeze S and the partitions of
-        ``ranges()`` (the epoch's ranges) are built on the host."""
+        """After an epoch's training of ``seconds``: its figures for metrics.parquet (frame size, the
+        S_per cap, the tuner's seconds, first-layer aggregations, bytes fed, exposed and hidden
+        transfer). After the profiling epoch (one snapshot per frame), the tuner times its candidates
+        on windows of ``ranges()`` (the epoch's ranges) and freezes the fastest (:meth:`_trial`; the
+        stall check keeps the epoch's compute time and feed rate), and the partitions of ``ranges()``
+        are built on the host."""
         self.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
         c = self.take_counts()
         p = self.prefetch.take_stats()
@@ -469,7 +471,7 @@ class FrameEngine:
                     if parts is self._dev_parts:
                         self._dev_parts_bytes -= part.nbytes
             self.prepare_host(rs)
-        return {"frame_size": float(tuner.frame_size), "tuning_s": tuning,
+        return {"frame_size": float(tuner.frame_size), "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),
                 "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
                 "transfer_hidden_s": p["hidden_s"]}
