@@ -198,7 +198,14 @@ class JODIE(_UniqueMemoryModel):
 class APAN(TGNNModel):
     """APAN (Wang et al. 2021) as TGL trains it: mailbox of ``mailbox`` mails attended by the
     memory at the query time, the memory as the embedding, mails delivered to both endpoints and
-    to their ``neighbors`` most recent neighbours."""
+    to their ``neighbors`` most recent neighbours.
+
+    Its memory is not a function of the events and the weights alone: the update
+    ``relu(W_o LayerNorm(s + attended))`` has no gate, so the memory an epoch leaves depends on the
+    weights' whole trajectory through the epoch. Replaying the training events with the final
+    weights rebuilds a different memory (on CollegeMsg, cosine 0.2-0.5 to the trained one), on
+    which the head scores near chance: evaluate APAN from the memory its training left (the
+    engine does), not from a replay."""
 
     name = "apan"
     sample = "positive"
