@@ -214,9 +214,10 @@ class EventStrategy(Strategy):
     def replay(self, units) -> None:
         """Run the events of ``units`` through the memory and mailbox without scoring them: the
         memory a checkpoint does not hold is rebuilt from its weights (training units, then an
-        evaluation as the engine's). Faithful for TGN and JODIE (on CollegeMsg a replayed
-        checkpoint scores the validation AP its epoch scored, within 0.4 points); not for APAN,
-        whose memory depends on the weights' trajectory (see :class:`~dynagnn.models.tgnn.models.APAN`)."""
+        evaluation as the engine's). The memory it rebuilds is not the one training left (that one
+        depends on the weights' trajectory), but TGN's and JODIE's scores barely depend on the
+        difference (on CollegeMsg a replayed checkpoint scores its epoch's validation AP within 0.4
+        points); APAN's do (see :class:`~dynagnn.models.tgnn.models.APAN`)."""
         self.after_step()
         self.model.eval()
         for unit in units:
