@@ -2,65 +2,9 @@
 #   study_train  one variant of a study (config `studies`): a training run with the variant's options
 #   study        a study's variants side by side: PiPAD's speed-up ladder, ESDG's checkpoint blocks
 #   accuracy     BLAD's accuracy check (Fig. 14): every strategy trained on P workers against sequential
-# The claims table over every paper's headline numbers is rules/report.smk's `claims`.
-from types import SimpleNamespace
-
-try:
-    from dynagnn.report.studies import check_studies as _check_studies
-    from dynagnn.report.studies import study_runs as _study_runs
-except ImportError:  # see rules/common.smk: without the library, no studies
-    _study_runs = None
-
-if _study_runs is not None:
-    try:
-        _check_studies(config)
-    except _ConfigError as e:
-        raise WorkflowError(f"config: {e}")
-
-# (study, dataset, model, variant, strategy, workers, options) of every run of the config's studies.
-STUDY_RUNS = _study_runs(config) if _study_runs is not None else []
-STUDIES = sorted(config.get("studies") or {})
-
-
-def study_run(wildcards):
-    for run in STUDY_RUNS:
-        if (run["study"], run["dataset"], run["model"], run["variant"]) == (
-                wildcards.study, wildcards.dataset, wildcards.model, wildcards.variant):
-            return run
-    raise WorkflowError(f"no variant {wildcards.variant} of study {wildcards.study} on "
-                        f"{wildcards.dataset}/{wildcards.model} in config studies")
-
-
-def study_as_train(wildcards):
-    """The variant's run as the train rule's wildcards, for its launcher, threads and resources."""
-    run = study_run(wildcards)
-    return SimpleNamespace(dataset=wildcards.dataset, model=wildcards.model, strategy=run["strategy"],
-                           workers=str(run["workers"]))
-
-
-def study_variants(wildcards):
-    return [r["variant"] for r in STUDY_RUNS
-            if (r["study"], r["dataset"], r["model"]) == (wildcards.study, wildcards.dataset, wildcards.model)]
-
-
-def accuracy_runs(wildcards):
-    """sequential-1 first, then every other strategy trained on the (dataset, model) on `workers`."""
-    base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
-    runs = {"sequential-1": f"{base}/sequential-1"}
-    runs.update({f"{s}-{wildcards.workers}": f"{base}/{s}-{wildcards.workers}" for s in compared(wildcards)})
-    return runs
-
-
-def paper_outputs():
-    """The figures of this stage that the config asks for: each study's per model, and BLAD's accuracy
-    check for every (dataset, model) trained sequentially on one worker and by some strategy on more."""
-    outs = [f"{RESULTS}/{d}/{m}/{s}.png" for s, d, m in dict.fromkeys(
-        (r["study"], r["dataset"], r["model"]) for r in STUDY_RUNS)]
-    sequential = {(r["dataset"], r["model"]) for r in TRAIN_RUNS if (r["strategy"], r["workers"]) == ("sequential", 1)}
-    outs += [f"{RESULTS}/{d}/{m}/accuracy-{p}.png" for d, m, p in dict.fromkeys(
-        (r["dataset"], r["model"], r["workers"]) for r in TRAIN_RUNS if r["workers"] > 1)
-        if (d, m) in sequential]
-    return outs
+# The claims table over every paper's headline numbers is rules/report.smk's `claims`; the helpers of
+# both are rules/papers_common.smk.
+include: "papers_common.smk"
 
 
 rule study_train:
@@ -81,7 +25,7 @@ rule study_train:
     log:
         f"{RESULTS}/logs/study/{{dataset}}/{{model}}/{{study}}/{{variant}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/study/{{dataset}}/{{model}}/{{study}}/{{variant}}.tsv"
+        f"{RESULTS}/benchmarks/study_train/{{dataset}}/{{model}}/{{study}}/{{variant}}.tsv"
     wildcard_constraints:
         study="|".join(STUDIES) or "(?!)",
         variant="[a-z0-9_]+",

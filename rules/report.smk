@@ -3,16 +3,6 @@
 # (`snakemake --report results/report.html`) that gathers every figure of the run.
 
 
-def claim_inputs():
-    """The result tables of this config's targets that some claim of dynagnn.report.claims reads (a
-    figure's table is its .parquet sibling); the claims the config makes no table for say 'not run'."""
-    from dynagnn.report.claims import claim_tables
-
-    targets = [t for t in all_outputs() + paper_outputs() if t.endswith((".png", ".parquet"))]
-    tables = dict.fromkeys(t if t.endswith(".parquet") else t[: -len(".png")] + ".parquet" for t in targets)
-    return [str(p) for p in claim_tables(tables, RESULTS)]
-
-
 rule claims:
     input:
         claim_inputs(),
@@ -30,7 +20,7 @@ rule claims:
         f"{RESULTS}/benchmarks/claims/claims.tsv"
     threads: 1
     params:
-        results=RESULTS,
+        results=lambda wildcards, output: os.path.dirname(os.path.dirname(output.table)),
     conda:
         "../envs/dynagnn.yaml"
     shell:
