@@ -68,6 +68,9 @@ def dask_flags(wildcards):
 # Formats whose store has no event stream (their snapshots are the source's own): no temporal redundancy.
 NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
+# Sven's multi-worker event training and its baselines (the partitioner variants for its imbalance figure).
+TGNN_STRATEGIES = ("tgnn", "tgnn_depcomm", "tgnn_depcache", "tgnn_hash", "tgnn_range")
+
 
 def _check_event_runs():
     """An event model (TGN, JODIE, APAN) trains with the events strategy on a dataset with an event
@@ -81,9 +84,9 @@ def _check_event_runs():
         if fmt in NO_EVENTS:
             raise WorkflowError(f"train run {run['dataset']}/{run['model']}: {run['model']} trains on an event "
                                 f"stream; dataset {run['dataset']} (format {fmt}) has none")
-        if run["strategy"] != "events":
+        if run["strategy"] not in ("events",) + TGNN_STRATEGIES:
             raise WorkflowError(f"train run {run['dataset']}/{run['model']}: {run['model']} is an event model; "
-                                f"train it with strategy events, not {run['strategy']}")
+                                f"train it with strategy events or a tgnn strategy, not {run['strategy']}")
 
 
 if TRAIN_RUNS:
@@ -206,6 +209,8 @@ def all_outputs():
             outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/compare-{run['workers']}.png")
         if run["strategy"] == "sampled":  # BGL's data path beside its baselines (rules/train.smk)
             outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/sampled-{run['workers']}.png")
+        if run["strategy"] == "tgnn":  # Sven beside DepComm and DepCache (rules/train.smk)
+            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/sven-{run['workers']}.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:

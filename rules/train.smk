@@ -101,3 +101,30 @@ rule sampled_figure:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn compare-sampled {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
+
+
+# Sven (issue 15): the tgnn strategies trained on a (dataset, model, workers) side by side: bytes per
+# batch of Sven, DepComm and DepCache, each worker's bytes (the partitioners' imbalance), epoch time.
+rule sven_figure:
+    input:
+        lambda wc: [f"{RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}/{f}"
+                    for s in compared(wc) if s in TGNN_STRATEGIES for f in ("metrics.parquet", "comm.parquet")],
+    output:
+        table=f"{RESULTS}/{{dataset}}/{{model}}/sven-{{workers}}.parquet",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/sven-{{workers}}.png",
+            caption="../workflow/report/sven.rst",
+            category="Training",
+            subcategory="{dataset}",
+        ),
+        pdf=f"{RESULTS}/{{dataset}}/{{model}}/sven-{{workers}}.pdf",
+    log:
+        f"{RESULTS}/logs/sven_figure/{{dataset}}/{{model}}/sven-{{workers}}.log",
+    threads: 1
+    params:
+        runs=lambda wc: " ".join(f"{s}={RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}"
+                                 for s in compared(wc) if s in TGNN_STRATEGIES),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn compare-sven {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
