@@ -14,7 +14,7 @@
 4. **Accuracy**: test AP of the best-validation epoch, P = 2 against P = 1 (m = 1), and with the
    stale all-reduce.
 
-Run alone: ``python -m benchmarks sven``. ``DYNAGNN_BENCH_SVEN_EPOCHS`` (default 3) epochs per
+Run alone: ``python -m benchmarks tgnn``. ``DYNAGNN_BENCH_SVEN_EPOCHS`` (default 3) epochs per
 training run; ``DYNAGNN_BENCH_SVEN_SMOKE=1``: the 2,000-event random stream, P = 2 and 4 for the
 volumes, two 1-epoch runs, to check the benchmark runs.
 """

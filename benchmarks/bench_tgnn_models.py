@@ -5,7 +5,7 @@ For each model, the events strategy with DyGLib's settings (batch 200, memory 10
 (warm-up excluded) and the share of each phase (sample, memory, embed, backward, optimizer,
 mailbox, other), plus the validation AP of the last epoch for the record.
 
-Run alone: ``python -m benchmarks tgnn``. ``DYNAGNN_BENCH_TGNN_EPOCHS`` (default 3);
+Run alone: ``python -m benchmarks tgnn_models``. ``DYNAGNN_BENCH_TGNN_EPOCHS`` (default 3);
 ``DYNAGNN_BENCH_TGNN_SMOKE=1``: a 2,000-event random stream and 1 epoch, to check the benchmark runs.
 """
 
