@@ -118,3 +118,13 @@ def test_sven_hook_reads_the_tgnn_comparison(tmp_path):
     t = claims_table([sven], tmp_path)
     assert _rows(t, "time per iteration: DepComm over Sven").iloc[0]["ours"] == 1.5
     assert _rows(t, "bytes sent per batch in training").iloc[0]["ours"] == 100 / 40
+
+
+def test_ratio_over_zero_is_undefined_not_an_error(tmp_path):
+    cache = _write(tmp_path / "d" / "analysis" / "cache.parquet", pd.DataFrame({
+        "order": ["random", "proximity"], "policy": ["static", "fifo"], "fraction": [0.1, 0.1],
+        "hit_ratio": [0.0, 0.3]}))
+    t = claims_table([cache], tmp_path)
+    row = _rows(t, "FIFO with proximity order").iloc[0]
+    assert np.isnan(row["ours"]) and row["status"] == "undefined here (a ratio over zero)"
+    assert _rows(t, "a static cache of 10%").iloc[0]["ours"] == 0.0

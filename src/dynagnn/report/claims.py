@@ -394,8 +394,8 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
                  claims: Iterable[Claim] = CLAIMS) -> pd.DataFrame:
     """One row per claim and table among ``paths`` (files under ``results``) that the claim reads, in
     registry order; ``status``: ``measured``, ``needs a GPU (this run: cpu)``, ``not in this table
-    (...)`` when the table lacks the rows the claim needs, or ``not run`` (one row) when no table of
-    the claim is among ``paths``. InputError for a path that is not a readable Parquet table."""
+    (...)`` when the table lacks the rows the claim needs, ``undefined here`` for a ratio over zero
+    (tiny data), or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is not a readable Parquet table."""
     root = Path(results)
     tables: dict[PurePosixPath, Path] = {}
     for p in paths:
@@ -421,9 +421,14 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
             device = _device(df, tables[rel])
             paper_value = claim.paper_number(rel)
             try:
-                ours, status = float(claim.ours(df, rel)), "measured"
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ours, status = float(claim.ours(df, rel)), "measured"
             except LookupError as exc:
                 ours, status = np.nan, f"not in this table ({exc})"
+            except ZeroDivisionError:
+                ours, status = np.inf, "measured"
+            if status == "measured" and not np.isfinite(ours):  # e.g. a ratio over a zero hit ratio
+                ours, status = np.nan, "undefined here (a ratio over zero)"
             if status == "measured" and claim.needs_gpu and not device.startswith("cuda"):
                 status = f"needs a GPU (this run: {device or 'cpu'})"
             if status == "measured" and claim.expect:
