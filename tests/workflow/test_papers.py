@@ -20,7 +20,7 @@ EXPECTED = {
               "collegemsg/analysis/overlap.png"],
     "ESDG": ["pubmed/tgcn/esdg_checkpoint.png", "collegemsg/analysis/formats.png", "collegemsg/analysis/volume.png"],
     "Sven": ["collegemsg/analysis/redundancy.png", "collegemsg/analysis/volume.png",
-             "collegemsg/analysis/partitions.png"],
+             "collegemsg/analysis/partitions.png", "collegemsg/tgn/sven-2.png"],
     "BGL": ["pubmed/analysis/cache.png", "pubmed/analysis/partitions.png", "pubmed/graphsage/sampled-1.png"],
     "report": ["report/claims.html", "report/runtimes.png"],
 }
@@ -98,5 +98,6 @@ def test_papers_config_every_figure_has_a_rule_and_a_caption(tmp_path):
     claims = next(block for block in (dry.stdout + dry.stderr).split("\nrule ")[1:] if block.startswith("claims:"))
     for table in ("collegemsg/wdgcn/compare-2.parquet", "collegemsg/tgcn/pipad_ladder.parquet",
                   "pubmed/tgcn/esdg_checkpoint.parquet", "collegemsg/analysis/redundancy.parquet",
-                  "pubmed/graphsage/sampled-1.parquet", "collegemsg/wdgcn/accuracy-2.parquet"):
+                  "pubmed/graphsage/sampled-1.parquet", "collegemsg/wdgcn/accuracy-2.parquet",
+                  "collegemsg/tgn/sven-2.parquet"):
         assert f"results/papers/{table}" in claims.split("output:")[0], table
