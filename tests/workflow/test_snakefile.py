@@ -149,6 +149,15 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     assert html.returncode == 0, html.stderr[-3000:]
     page = (wd / "report.html").read_text(errors="replace")
     assert "runtimes.png" in page and "dynagnn: efficient training of dynamic graph neural networks" in page
+    # The claims table: computed from this run's tables, in the report; claims without a table say so.
+    from dynagnn.report.claims import claim_tables, claims_table
+
+    results = wd / "results"
+    claims = pd.read_parquet(results / "report" / "claims.parquet")
+    pd.testing.assert_frame_equal(claims, claims_table(claim_tables(sorted(results.rglob("*.parquet")), results),
+                                                       results))
+    assert (claims["status"] == "not run").any() and (claims["status"] == "measured").any()
+    assert "claims.html" in page and (results / "benchmarks" / "claims" / "claims.tsv").exists()
     # Nothing to do on a second run: outputs are up to date.
     again = snakemake(wd, "--dry-run")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
