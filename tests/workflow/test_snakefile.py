@@ -179,7 +179,7 @@ def test_workflow_config_typo_and_bad_input(tmp_path):
     for runs, message in (([{"dataset": "synth", "models": ["tgn"], "strategies": ["events"]}],
                            "train run synth/tgn: tgn trains on an event stream; dataset synth (format synthetic) has none"),
                           ([{"dataset": "broken", "models": ["jodie"], "strategies": ["sequential"]}],
-                           "train run broken/jodie: jodie is an event model; train it with strategy events, not sequential")):
+                           "train run broken/jodie: jodie is an event model; train it with strategy events or a tgnn strategy, not sequential")):
         cfg["train"]["runs"] = runs
         (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
         run = snakemake(wd, "-n")  # told when the config is read
