@@ -145,6 +145,24 @@ def test_tuner_freezes_after_a_profiling_epoch(store):
         assert sorted(engine.tuner.timings) == [Candidate(s, s) for s in (1, 2, 4, 8) if s <= want]
 
 
+@pytest.mark.parametrize("faster", ["on", "off"])
+def test_pipeline_auto_keeps_the_faster_feed(store, faster):
+    """pipeline auto: on through the profiling epoch; once S is frozen the trial windows are timed
+    with the producer and inline, and the faster feed is kept (timings injected); pipeline on is never
+    second-guessed. The loss curve is sequential's either way."""
+    ref, _ = trainer(store, "wdgcn", epochs=2, patience=2).fit()
+    tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
+    engine = tr.strategy.engine
+    assert engine.prefetch.enabled and not engine.pipeline_decided
+    engine._trial = lambda ranges: (lambda c: [1.0 if engine.prefetch.enabled == (faster == "off") else 0.5])
+    got, _ = tr.fit()
+    assert got["pipeline_on"].tolist() == [float(faster == "on")] * 2
+    np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
+    tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2, pipeline="on")
+    tr.strategy.engine._trial = lambda ranges: (lambda c: [1.0 / c.frame_size])
+    assert tr.fit()[0]["pipeline_on"].tolist() == [1.0, 1.0]
+
+
 def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
     tr = trainer(store, "gcrn")
     ref = one_step(tr.run, tr.strategy)

@@ -34,6 +34,7 @@ state (BLAD's p1 runs [a, b) and hands the state to p2, which runs [b, c)).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph import csr
 from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot, split_shared
 from dynagnn.models.base import DynamicGNN, Frame, State
-from dynagnn.schedule.tuner import FrameTuner, trial_seconds
+from dynagnn.schedule.tuner import Candidate, FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
@@ -183,13 +184,15 @@ class FrameEngine:
     (A's edges); ``host``: the engine's HostSnapshot list (each ``Â_t``); ``features`` float32
     [N, F] or [T, N, F]; ``window``: the training window (the longest range a frame may span);
     ``frame_size``: S fixed, or None (tuned after a profiling epoch); ``reuse``: the ``Â X`` cache;
-    ``pipeline``: the producer thread (and side stream on a GPU); ``memory_bytes``: the tuner's bound
-    (None: :func:`default_memory_bytes`).
+    ``pipeline``: the producer thread (and side stream on a GPU): True, False or "auto" (on until
+    the tuner has frozen S, then kept only if it measured faster than preparing inline: on a CPU the
+    producer thread competes with the compute for the same cores); ``memory_bytes``: the tuner's
+    bound (None: :func:`default_memory_bytes`).
     """
 
     def __init__(self, model: DynamicGNN, store_edges, host: list, features: np.ndarray, num_nodes: int,
                  device: torch.device | str = "cpu", *, window: int, frame_size: int | None = None,
-                 reuse: bool = True, pipeline: bool = True, memory_bytes: float | None = None,
+                 reuse: bool = True, pipeline: bool | str = True, memory_bytes: float | None = None,
                  timer: PhaseTimer | None = None):
         self.model = model
         self.N = int(num_nodes)
@@ -233,7 +236,8 @@ class FrameEngine:
             entry = self.N * self.F * 4
             slots = max(int(0.5 * self.memory_bytes // max(entry, 1)), 4 * int(window))
             self.cache = ReuseCache(self.T, self.N, self.F, self.device, slots)
-        self.prefetch = Prefetcher(self._prepare, enabled=pipeline, device=self.device, timer=timer)
+        self.prefetch = Prefetcher(self._prepare, enabled=pipeline is not False, device=self.device, timer=timer)
+        self.pipeline_decided = pipeline != "auto"
         self._in_flight: list[set[int]] = []
         self.counts = {"first_layer_aggregations": 0, "bytes_fed": 0, "frames": 0, "snapshots": 0}
 
@@ -372,6 +376,7 @@ class FrameEngine:
 
         def measure(candidate) -> list[float]:
             out = []
+            self.schedule(picks)  # the producer, when on, prepares the picks' frames as in training
             with torch.enable_grad():
                 for ts in picks:
                     t0 = time.perf_counter()
@@ -382,8 +387,25 @@ class FrameEngine:
                     if self.gpu:
                         torch.cuda.synchronize(self.device)
                     out.append(time.perf_counter() - t0)
+            self.prefetch.close()
             return out
         return measure
+
+    def _pipeline_pays(self, ranges: Sequence[Sequence[int]], rounds: int = 3) -> bool:
+        """Whether the pipelined feed runs the tuner's trial windows faster than inline preparation
+        (interleaved rounds, the fastest of each kept; the first pair is a warm-up)."""
+        measure = self._trial(ranges)
+        chosen = Candidate(self.tuner.frame_size, self.tuner.max_s_per)
+        best = {True: math.inf, False: math.inf}
+        for r in range(rounds + 1):
+            for on in (True, False):
+                self.prefetch.enabled = on
+                seconds = sum(measure(chosen))
+                if r:
+                    best[on] = min(best[on], seconds)
+        log.info("frames: pipelined feed %.1f ms, inline %.1f ms on the trial windows: pipeline %s",
+                 1e3 * best[True], 1e3 * best[False], "on" if best[True] < best[False] else "off")
+        return best[True] < best[False]
 
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
@@ -471,7 +493,14 @@ class FrameEngine:
                     if parts is self._dev_parts:
                         self._dev_parts_bytes -= part.nbytes
             self.prepare_host(rs)
-        return {"frame_size": float(tuner.frame_size), "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
+        if not self.pipeline_decided and tuner.frozen:
+            t0 = time.perf_counter()
+            self.prefetch.enabled = self._pipeline_pays(ranges())
+            self.pipeline_decided = True
+            self.take_counts()
+            self.prefetch.take_stats()
+            tuning += time.perf_counter() - t0
+        return {"frame_size": float(tuner.frame_size), "pipeline_on": float(self.prefetch.enabled), "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),
                 "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
                 "transfer_hidden_s": p["hidden_s"]}
@@ -540,7 +569,7 @@ def engine_for(run: Run) -> FrameEngine:
     engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
                          run.features, run.num_nodes, run.device, window=run.window,
                          frame_size=size, reuse=o.get("frame_reuse", "on") == "on",
-                         pipeline=o.get("pipeline", "auto") != "off",
+                         pipeline={"on": True, "off": False}.get(o.get("pipeline", "auto"), "auto"),
                          memory_bytes=(o.get("frame_memory_mb") or 0) * MiB or None, timer=run.timer)
     log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
              "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
