@@ -18,7 +18,7 @@ def runs_side_by_side(table: pd.DataFrame, out_png: str | Path, title: str = "")
     accuracy against sequential)."""
     names = table["run"].tolist()
     x = np.arange(len(names))
-    fig, ax = plt.subplots(1, 3, figsize=(max(10, 1.4 * len(names) * 3), 3.8))
+    fig, ax = plt.subplots(1, 3, figsize=(max(10, 2.6 * len(names)), 3.8))
     bars = ax[0].bar(x, table["epoch_s"], color="tab:blue")
     for bar, s in zip(bars, table["speedup"]):
         ax[0].annotate(f"{s:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
