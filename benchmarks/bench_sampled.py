@@ -1,8 +1,8 @@
 """BGL's data path, measured in training (issue 16): GraphSAGE on sampled mini-batches of a large
 synthetic graph with no cache, PaGraph's static cache, BGL's FIFO with random order and with
 proximity order, side by side in one run; then BGL's FIFO + proximity with the stages isolated
-(sampler process, fetch thread and training thread on their own cores) against all stages sharing
-the cores.
+(the sampler process on one core, the fetch and training threads on another: this machine has two;
+with three or more cores each stage gets its own) against all stages sharing the cores.
 
 The graph (the bgl generator: 2M vertices, 20M edges, 128 features, 16 classes, ids at random):
 ``DYNAGNN_BENCH_SAMPLED_GRAPH=communities`` (the default) is the generator's default, 16
@@ -86,7 +86,10 @@ def main(smoke: bool | None = None) -> dict:
                 cache_l1_mb=level_mb, cache_l2_mb=3 * level_mb, device=device,
                 seed_fractions=[0.05, 0.01, 0.01] if smoke else [0.01, 0.001, 0.001])
     cores = sorted(os.sched_getaffinity(0))
-    isolated = {"sample": cores[:1], "fetch": cores[-1:], "train": cores[-1:]} if len(cores) > 1 else None
+    if len(cores) > 2:
+        isolated = {"sample": cores[:1], "fetch": cores[1:2], "train": cores[2:]}
+    else:
+        isolated = {"sample": cores[:1], "fetch": cores[-1:], "train": cores[-1:]} if len(cores) > 1 else None
     runs = [(label, strategy, {}) for label, strategy, _ in CONFIGS]
     runs.append(("FIFO + proximity, stages isolated", "sampled", {"stage_cores": isolated}))
     print(f"\n== sampled training (BGL): {store.attrs.get('name')} ({graph}: {GRAPHS[graph] or 'the default'}) "

@@ -91,7 +91,16 @@ class RowReader:
             integrity.check_chunk(self.store.path, self.name, key, None, 0, None)
             raise   # (check_chunk has raised)
         try:
-            buf = os.read(fd, os.fstat(fd).st_size)
+            size, parts = os.fstat(fd).st_size, []
+            while size > 0:  # os.read may return less than asked (e.g. on a network filesystem)
+                part = os.read(fd, size)
+                if not part:
+                    break
+                parts.append(part)
+                size -= len(part)
+            buf = b"".join(parts)
+        except OSError as exc:
+            raise StoreError(f"{self.store.path}: array {self.name}: chunk {key} cannot be read ({exc})") from exc
         finally:
             os.close(fd)
         integrity.check_chunk(self.store.path, self.name, key, buf[:integrity.BLOSC_HEADER], len(buf),

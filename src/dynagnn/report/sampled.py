@@ -1,8 +1,8 @@
 """Sampled training's data path side by side (BGL, issue 16): no cache, a static cache, BGL's FIFO.
 
 One row per training run (its strategy and ``metrics.parquet``): the median epoch time, the hit ratio
-of each cache level, and per epoch the bytes read from the store (``store_chunk_bytes``: the chunks
-it decoded) beside the bytes of the rows asked of it (``store_bytes``), each the mean over the warm epochs (every epoch after the first, which
+of each cache level, and per epoch the bytes the store decoded (``store_chunk_bytes``: its chunks'
+uncompressed bytes) beside the bytes of the rows asked of it (``store_bytes``), each the mean over the warm epochs (every epoch after the first, which
 fills the FIFO caches; all of them for a one-epoch run).
 """
 

@@ -18,7 +18,8 @@ A level's budget is bytes (config ``cache_l1_mb``, ``cache_l2_mb``): its capacit
 
 Counted per level, for training lookups only (evaluation reads through the cache without changing
 it or its counters): hits, misses, bytes served; below: the rows (and their bytes) asked of the store,
-and the chunks it decoded for them and their bytes (the bytes read from the store).
+and the chunks it decoded for them and their decoded (uncompressed) bytes: what the store had to
+produce for the rows, the read amplification's numerator.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ class StoreRows:
     Static features [N, F] are read as they are; per-snapshot features [T, N, F] are read at snapshot
     ``snapshot`` (default the last, the graph a static model is trained on). ``read(ids)`` takes
     sorted distinct ids and returns float32 [k, F]. Counted: the rows asked for (``rows``, ``bytes``)
-    and what the store decoded for them (``chunks``, ``chunk_bytes_read``: the bytes read from the
-    store), and the seconds it took.
+    and what the store decoded for them (``chunks``, ``chunk_bytes_read``: the chunks' decoded,
+    uncompressed bytes), and the seconds it took.
     """
 
     def __init__(self, store, snapshot: int | None = None):
@@ -70,7 +71,7 @@ class StoreRows:
         last = arr.shape[0] - 1 if arr.ndim == 3 else None
         self.reader = RowReader(store, "features/x", last if snapshot is None else snapshot)
         self.num_nodes, self.dim = self.reader.num_rows, self.reader.width
-        self.row_bytes = 4 * self.dim
+        self.row_bytes = self.reader.dtype.itemsize * self.dim
         self.chunk_rows = self.reader.chunk_rows
         self.rows = self.bytes = self.chunks = self.chunk_bytes_read = 0
         self.seconds = 0.0
