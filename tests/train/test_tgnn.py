@@ -1,6 +1,6 @@
 """Sven's tgnn strategies on 2 gloo processes against the events strategy on one: the same losses,
-every gradient and the same memory and mailbox (staleness off; TGN and JODIE, APAN once; 1 and 2
-micro-batches; DepComm and DepCache too), the bytes each batch sends against the closed forms of
+every gradient and the same memory and mailbox (staleness off; TGN and JODIE, APAN once; 1, 2 and 64
+micro-batches, 64 leaving pieces empty; tgnn on 1 worker too; DepComm and DepCache too), the bytes each batch sends against the closed forms of
 ``analysis.commvolume`` on the same partition and batches, redundancy-free dispatch against the
 per-occurrence fetch, and a worker that dies ending the run with a clear error."""
 
@@ -20,7 +20,8 @@ from tests.train.test_events import config, event_store
 STEPS = 3
 CASES = [("tgn", "tgnn", 1, "hash"), ("tgn", "tgnn", 2, "reflexbicut"), ("jodie", "tgnn", 1, "range"),
          ("jodie", "tgnn", 2, "hash"), ("tgn", "tgnn_depcomm", 2, "hash"), ("tgn", "tgnn_depcache", 1, "hash"),
-         ("jodie", "tgnn_depcomm", 1, "hash"), ("apan", "tgnn", 2, "hash")]
+         ("jodie", "tgnn_depcomm", 1, "hash"), ("apan", "tgnn", 2, "hash"),
+         ("tgn", "tgnn", 64, "hash")]  # m > the batch's 50 events: trailing pieces empty on both workers
 BYTES = [("tgn", s, 1, "hash") for s in ("tgnn", "tgnn_depcomm", "tgnn_depcache")]
 
 
@@ -115,6 +116,24 @@ def test_two_workers_equal_one(one, two, case):
     for f, r in zip(full, ref_state[1:]):
         torch.testing.assert_close(f, r, rtol=1e-5, atol=1e-6)
     assert ref_state[5].any()  # the mailboxes were written
+
+
+@pytest.mark.parametrize("m", [1, 2, 64])
+def test_micro_batches_do_not_change_one_worker(store, one, m):
+    """On 1 worker too, the tgnn strategy with m micro-batches (64: more than a batch's 50 events, so
+    that pieces fetch nothing) gives the events strategy's losses, gradients and memory: m changes
+    the order of the work, not what it computes (with dropout it changes which masks are drawn)."""
+    steps, (ids, *bufs) = _steps(_trainer(store, "tgn", "tgnn", m, "hash"))[:2]
+    ref_steps, ref_state = one["tgn"]
+    for (loss, grads), (rloss, rgrads) in zip(steps, ref_steps):
+        assert loss == pytest.approx(rloss, rel=1e-5, abs=1e-6)
+        for g, r in zip(grads, rgrads):
+            assert (g is None) == (r is None)
+            if r is not None:
+                torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+    assert np.array_equal(ids, np.arange(ref_state[0].size))
+    for b, r in zip(bufs, ref_state[1:]):
+        torch.testing.assert_close(b, r, rtol=1e-5, atol=1e-6)
 
 
 def _pieces(store, owner):

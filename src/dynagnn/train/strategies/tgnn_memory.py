@@ -107,7 +107,8 @@ class PartitionedMemory:
         asked, answer, get = self._ask(req)
         rows = self.store.read(self._local(asked))
         n, m = rows.memory.shape[0], self.store.mailbox_size
-        data = torch.cat([rows.memory, rows.mail.reshape(n, -1)], 1)
+        # an explicit width: a piece may ask nothing of this worker (n = 0)
+        data = torch.cat([rows.memory, rows.mail.reshape(n, m * self.store.mail_dim)], 1)
         meta = torch.cat([rows.memory_ts[:, None], rows.mail_ts, rows.mail_valid.to(torch.float64)], 1)
         data = self.comm.all_to_all(data, answer, get, "dispatch")
         meta = self.comm.all_to_all(meta, answer, get, "dispatch.meta")
