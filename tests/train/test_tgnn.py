@@ -78,6 +78,7 @@ def _body(ctx, comm, store):
         comm.take_counts()
         results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
     results["dispatch"] = _dispatch(ctx, comm)
+    results["stale"] = _steps(_trainer(store, "tgn", "tgnn", 2, "hash", ctx, comm, stale_allreduce=True, lr=0.0))[0]
     results["range"] = _trainer(store, "jodie", "tgnn_range", 1, "hash", ctx, comm).strategy.owner
     return results
 
@@ -89,7 +90,9 @@ def two(store):
 
 @pytest.fixture(scope="module")
 def one(store):
-    return {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie", "apan")}
+    out = {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie", "apan")}
+    out["tgn lr 0"] = _steps(_trainer(store, "tgn", lr=0.0))[0]
+    return out
 
 
 @pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
@@ -134,6 +137,24 @@ def test_micro_batches_do_not_change_one_worker(store, one, m):
     assert np.array_equal(ids, np.arange(ref_state[0].size))
     for b, r in zip(bufs, ref_state[1:]):
         torch.testing.assert_close(b, r, rtol=1e-5, atol=1e-6)
+
+
+def test_the_stale_allreduce_applies_the_previous_gradient_and_reports_its_own_loss(one, two):
+    """Stale, 2 workers, lr 0 (so that the weights stay where one worker's lr-0 run keeps them): step 1
+    applies no gradient, step k the one worker's gradient of step k-1; every step reports its own
+    loss, the one worker's."""
+    ref = one["tgn lr 0"]
+    for rank in range(2):
+        steps = two[rank]["stale"]
+        assert all(g is None for g in steps[0][1])
+        for k, (loss, grads) in enumerate(steps):
+            assert loss == pytest.approx(ref[k][0], rel=1e-5, abs=1e-6)
+            if k:
+                for g, r in zip(grads, ref[k - 1][1]):
+                    assert (g is None) == (r is None)
+                    if r is not None:
+                        torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+    assert ref[0][0] != pytest.approx(ref[1][0])  # the losses of steps 1 and 2 differ, so the test can tell
 
 
 def _pieces(store, owner):

@@ -21,7 +21,7 @@ from dynagnn.errors import InputError
 
 COLUMNS = ["run", "worker", "batches", "dispatch", "aggregation", "bookkeeping", "all_reduce", "epoch_s"]
 PARTS = {"dispatch": ("dispatch", "dispatch.backward"), "aggregation": ("aggregation",),
-         "all_reduce": ("grad_all_reduce",)}
+         "all_reduce": ("grad_all_reduce", "loss_all_reduce")}  # the stale all-reduce reduces the loss apart
 
 
 def _part(collective: str) -> str | None:

@@ -25,8 +25,9 @@ several workers, with the node memory and mailbox partitioned across them.
   the unsplit batch's). ``micro_batches: adaptive`` measures 1, 2, 4 and 8 on the first steps of the
   first epoch and keeps the fastest (the measurement §6.2's fitted rule n = ⌊(A·bs + B)/S⌋ stands
   for; notes §6.2). ``stale_allreduce``: step k applies the all-reduced gradient of step k−1 while
-  its own is reduced (ω_{t+1} = ω_t − α∇f(ω_{t−1}), Sven eq. 13); off by default, it changes the
-  training trajectory (every step applies the previous step's gradient), not the model.
+  its own is reduced (ω_{t+1} = ω_t − α∇f(ω_{t−1}), Sven eq. 13; the loss is reduced apart, at
+  once, so each step reports its own); off by default, it changes the training trajectory (every
+  step applies the previous step's gradient), not the model.
 
 How the overlap is made: gloo's collectives are synchronous in :class:`~dynagnn.dist.comm.Comm`
 (no async all-to-all handle there), so every collective of a training step runs, in the order the
@@ -356,22 +357,27 @@ class TGNNStrategy(EventStrategy):
         return float(flat[-1])
 
     def _reduce(self, local: float) -> float:
-        """All-reduce the step's gradients and loss and put the sum in ``.grad``; stale: start it, and
-        put there the previous step's sum instead (none at the first step, which then updates
-        nothing and returns its own loss)."""
-        future = self.executor.submit(self.comm.all_reduce, self._flat(local), "grad_all_reduce")
+        """All-reduce the step's gradients and loss, put the gradients' sum in ``.grad`` and return the
+        loss's. Stale: the loss is reduced at once (the step reports its own loss), the gradients'
+        all-reduce is started and ``.grad`` gets the previous step's sum instead (none at the first
+        step, which then updates nothing)."""
+        ex = self.executor
         if not self.stale:
+            future = ex.submit(self.comm.all_reduce, self._flat(local), "grad_all_reduce")
             with section("communication"):
                 return self._apply(future.result())
-        previous, self._stale_future = self._stale_future, future
-        if previous is None:
-            with section("communication"):
-                loss = float(future.result()[-1])
-            for p in self.params:
-                p.grad = None
-            return loss
+        # the loss first: the communication thread runs in order, so it does not wait on the gradients
+        loss = ex.submit(self.comm.all_reduce, torch.tensor([local], dtype=self.params[0].dtype,
+                                                             device=self.device), "loss_all_reduce")
+        previous, self._stale_future = self._stale_future, ex.submit(self.comm.all_reduce, self._flat(0.0),
+                                                                     "grad_all_reduce")
         with section("communication"):
-            return self._apply(previous.result())
+            if previous is None:
+                for p in self.params:
+                    p.grad = None
+            else:
+                self._apply(previous.result())
+            return float(loss.result()[0])
 
     def _drain(self) -> None:
         """Wait for the stale all-reduce in flight (before a collective of the training thread); its
