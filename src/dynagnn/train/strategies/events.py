@@ -116,12 +116,17 @@ class EventStrategy(Strategy):
         self.device = run.device
         task, n = run.task, run.num_nodes
         self.efeat = None if run.features is None else torch.from_numpy(run.features).to(self.device)
-        self.memory = self.model.new_memory(self.device)
+        self.memory = self._new_memory(run)
         tr = task.train_events
         self.train_sampler = TemporalNeighbors(task.src[tr], task.dst[tr], task.t[tr], n, event_ids=tr)
         self.full_sampler = TemporalNeighbors(task.src, task.dst, task.t, n)
         self.epoch = 0
         self._pending: BatchOutput | None = None
+
+    def _new_memory(self, run: Run):
+        """The node memory and mailbox this worker holds: every node's (a strategy that partitions
+        them allocates only its share)."""
+        return self.model.new_memory(self.device)
 
     # ---- engine hooks -------------------------------------------------------------------------
     def start_epoch(self, epoch: int) -> None:
