@@ -78,10 +78,24 @@ def _body(ctx, comm, store):
         comm.take_counts()
         results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
     results["dispatch"] = _dispatch(ctx, comm)
+    results["allocated"] = _allocations(store, ctx, comm)
     results["barriers"] = _barriers_of_steps(_trainer(store, "tgn", "tgnn", 2, "hash", ctx, comm), comm)
     results["stale"] = _steps(_trainer(store, "tgn", "tgnn", 2, "hash", ctx, comm, stale_allreduce=True, lr=0.0))[0]
     results["range"] = _trainer(store, "jodie", "tgnn_range", 1, "hash", ctx, comm).strategy.owner
     return results
+
+
+def _allocations(store, ctx, comm):
+    """(the node counts of every memory the tgnn strategy's setup allocates, the rows it holds)."""
+    from dynagnn.models.tgnn import NodeMemory
+
+    sizes, init = [], NodeMemory.__init__
+    NodeMemory.__init__ = lambda self, n, *a, **k: (sizes.append(int(n)), init(self, n, *a, **k))[1]
+    try:
+        tr = _trainer(store, "tgn", "tgnn", 1, "range", ctx, comm)
+    finally:
+        NodeMemory.__init__ = init
+    return sizes, tr.strategy.memory.own.size
 
 
 def _barriers_of_steps(tr, comm):
@@ -170,6 +184,11 @@ def test_the_stale_allreduce_applies_the_previous_gradient_and_reports_its_own_l
                     if r is not None:
                         torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
     assert ref[0][0] != pytest.approx(ref[1][0])  # the losses of steps 1 and 2 differ, so the test can tell
+
+
+def test_a_worker_allocates_only_its_rows(two):
+    """The range partition of 25 nodes gives 13 and 12 rows; no worker allocates the N rows first."""
+    assert [r["allocated"] for r in two] == [([13], 13), ([12], 12)]
 
 
 def test_the_communication_thread_runs_no_barriers(two):

@@ -182,19 +182,9 @@ class TGNNStrategy(EventStrategy):
 
     # ---- setup ----------------------------------------------------------------------------------
     def setup(self, run: Run) -> None:
-        super().setup(run)
-        comm, task, opts = run.comm, run.task, run.options
-        self.rank, self.world = comm.rank, comm.world
+        super().setup(run)  # the partition and this worker's rows: _new_memory
+        opts = run.options
         overlap = self.mode != "depcomm"
-        self.comm = _untimed(comm) if overlap else comm
-        tr = task.train_events
-        owner = torch.zeros(run.num_nodes, dtype=torch.int64)
-        if comm.rank == 0:  # one partition for all (METIS inside Re-FlexBiCut is seeded, but be sure)
-            owner = torch.from_numpy(memory_owner(task.src[tr], task.dst[tr], run.num_nodes, comm.world,
-                                                  self.partitioner or opts["memory_partitioner"], opts["seed"]))
-        self.owner = comm.broadcast(owner, 0, "partition").numpy()
-        m = self.model
-        self.memory = PartitionedMemory(self.comm, self.owner, m.memory_dim, m.mail_dim, m.mailbox, self.mode, self.device)
         self.micro = opts["micro_batches"]
         self.m = 1 if self.micro == "adaptive" else int(self.micro)
         self.stale = bool(opts["stale_allreduce"])
@@ -206,6 +196,21 @@ class TGNNStrategy(EventStrategy):
         self._decided = self.micro != "adaptive"
         self._step = 0
         self.batches = 0
+
+    def _new_memory(self, run: Run) -> PartitionedMemory:
+        """Partition the memory rows (``self.owner`` int64 [N]) and allocate this worker's."""
+        comm, task = run.comm, run.task
+        self.rank, self.world = comm.rank, comm.world
+        self.comm = _untimed(comm) if self.mode != "depcomm" else comm
+        tr = task.train_events
+        owner = torch.zeros(run.num_nodes, dtype=torch.int64)
+        if comm.rank == 0:  # one partition for all (METIS inside Re-FlexBiCut is seeded, but be sure)
+            owner = torch.from_numpy(memory_owner(task.src[tr], task.dst[tr], run.num_nodes, comm.world,
+                                                  self.partitioner or run.options["memory_partitioner"],
+                                                  run.options["seed"]))
+        self.owner = comm.broadcast(owner, 0, "partition").numpy()
+        m = self.model
+        return PartitionedMemory(self.comm, self.owner, m.memory_dim, m.mail_dim, m.mailbox, self.mode, self.device)
 
     # ---- preparing a worker's share (the prefetch thread's work) -----------------------------------
     def _piece(self, events: np.ndarray, neg: np.ndarray, sampler) -> Piece:
