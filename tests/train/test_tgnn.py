@@ -79,10 +79,22 @@ def _body(ctx, comm, store):
         results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
     results["dispatch"] = _dispatch(ctx, comm)
     results["allocated"] = _allocations(store, ctx, comm)
+    results["wire"] = _wires(ctx, comm)
     results["barriers"] = _barriers_of_steps(_trainer(store, "tgn", "tgnn", 2, "hash", ctx, comm), comm)
     results["stale"] = _steps(_trainer(store, "tgn", "tgnn", 2, "hash", ctx, comm, stale_allreduce=True, lr=0.0))[0]
     results["range"] = _trainer(store, "jodie", "tgnn_range", 1, "hash", ctx, comm).strategy.owner
     return results
+
+
+def _wires(ctx, comm):
+    """Where the bookkeeping crosses a job's Comm: this gloo one, and the same job were it nccl on GPUs."""
+    import dataclasses
+
+    from dynagnn.dist.comm import Comm
+    from dynagnn.train.strategies.tgnn_memory import wire_device
+
+    nccl = dataclasses.replace(ctx, device=torch.device(f"cuda:{ctx.rank}"), backend="nccl")
+    return str(wire_device(comm)), str(wire_device(Comm(nccl)))
 
 
 def _allocations(store, ctx, comm):
@@ -184,6 +196,12 @@ def test_the_stale_allreduce_applies_the_previous_gradient_and_reports_its_own_l
                     if r is not None:
                         torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
     assert ref[0][0] != pytest.approx(ref[1][0])  # the losses of steps 1 and 2 differ, so the test can tell
+
+
+def test_bookkeeping_crosses_on_the_device_nccl_takes(two):
+    """Counts, ids and times cross gloo from the host, nccl from the worker's GPU (the nccl path itself
+    is not run here: it needs one GPU per worker)."""
+    assert [r["wire"] for r in two] == [("cpu", "cuda:0"), ("cpu", "cuda:1")]
 
 
 def test_a_worker_allocates_only_its_rows(two):

@@ -64,7 +64,7 @@ from dynagnn.timing import section
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run
 from dynagnn.train.strategies.events import EventStrategy
-from dynagnn.train.strategies.tgnn_memory import PartitionedMemory
+from dynagnn.train.strategies.tgnn_memory import PartitionedMemory, wire_device
 
 PARTITIONERS = ("reflexbicut", "hash", "range")
 ADAPTIVE_CHOICES = (1, 2, 4, 8)
@@ -208,7 +208,7 @@ class TGNNStrategy(EventStrategy):
             owner = torch.from_numpy(memory_owner(task.src[tr], task.dst[tr], run.num_nodes, comm.world,
                                                   self.partitioner or run.options["memory_partitioner"],
                                                   run.options["seed"]))
-        self.owner = comm.broadcast(owner, 0, "partition").numpy()
+        self.owner = comm.broadcast(owner.to(wire_device(comm)), 0, "partition").cpu().numpy()
         m = self.model
         return PartitionedMemory(self.comm, self.owner, m.memory_dim, m.mail_dim, m.mailbox, self.mode, self.device)
 
@@ -410,8 +410,8 @@ class TGNNStrategy(EventStrategy):
             return
         if not measured:
             measured = list(self._probe)
-        times = torch.tensor([self._probe[c][-1] for c in measured], dtype=torch.float64)
-        times = self.executor.submit(self.comm.all_reduce, times, "adaptive").result()
+        times = torch.tensor([self._probe[c][-1] for c in measured], dtype=torch.float64, device=self.memory.wire)
+        times = self.executor.submit(self.comm.all_reduce, times, "adaptive").result().cpu()
         self.m = measured[int(torch.argmin(times))]
         self._decided = True
         self._schedule(self.task.split.train[self._step + 1:])

@@ -39,6 +39,12 @@ from dynagnn.models.tgnn.memory import latest_per_node
 MODES = ("sven", "depcomm", "depcache")
 
 
+def wire_device(comm: Comm) -> torch.device:
+    """Where bookkeeping tensors (counts, ids, times: host data) cross ``comm``: nccl takes only
+    tensors of the job's device; gloo (and no process group) host ones."""
+    return comm.ctx.device if comm.active and comm.ctx.backend == "nccl" else torch.device("cpu")
+
+
 def _meta_rows(ids, order, ts) -> torch.Tensor:
     """int64 [n, 3]: id, order and the float64 time's bits (one exchange for the three)."""
     ts = torch.as_tensor(ts, dtype=torch.float64).cpu().contiguous()
@@ -66,6 +72,7 @@ class PartitionedMemory:
         self.local[own] = np.arange(own.size)
         self.store = NodeMemory(own.size, memory_dim, mail_dim, mailbox, device)
         self.device = torch.device(device)
+        self.wire = wire_device(comm)
         self._staged: list[tuple[str, np.ndarray, torch.Tensor, torch.Tensor, np.ndarray]] = []
 
     # ---- state of this worker's rows ------------------------------------------------------------
@@ -95,9 +102,9 @@ class PartitionedMemory:
     def _ask(self, req: Requests) -> tuple[np.ndarray, list[int], list[int]]:
         """Collective: (ids asked of this worker, rows it answers per peer, rows it gets per peer)."""
         comm, counts = self.comm, [int(c) for c in req.counts]
-        recv = comm.all_to_all(torch.tensor(counts, dtype=torch.int64), [1] * comm.world, [1] * comm.world,
-                               "dispatch.counts").tolist()
-        asked = comm.all_to_all(torch.from_numpy(req.ids), counts, recv, "dispatch.ids").numpy()
+        recv = comm.all_to_all(torch.tensor(counts, dtype=torch.int64, device=self.wire), [1] * comm.world,
+                               [1] * comm.world, "dispatch.counts").tolist()
+        asked = comm.all_to_all(torch.from_numpy(req.ids).to(self.wire), counts, recv, "dispatch.ids").cpu().numpy()
         return asked, recv, counts
 
     def fetch(self, req: Requests) -> MemoryRows:
@@ -144,7 +151,8 @@ class PartitionedMemory:
             parts.append((w, sel))
             counts.append(per)
         send = np.stack(counts, 1)                                          # [P, 2] rows per peer
-        recv = comm.all_to_all(torch.from_numpy(send), [1] * world, [1] * world, "aggregation.counts").numpy()
+        recv = comm.all_to_all(torch.from_numpy(send).to(self.wire), [1] * world, [1] * world,
+                               "aggregation.counts").cpu().numpy()
         # per peer: its memory rows, then its mail rows
         metas, datas = [], []
         for k, (w, sel) in enumerate(parts):
@@ -152,7 +160,7 @@ class PartitionedMemory:
                                     w.ts[torch.from_numpy(sel).to(w.ts.device)]))
             datas.append(w.values[torch.from_numpy(sel).to(w.values.device)].detach())
         meta = torch.cat([torch.cat([metas[k][_rows_to(send[:, k], r)] for k in (0, 1)]) for r in range(world)])
-        got = comm.all_to_all(meta, send.sum(1), recv.sum(1), "aggregation.ids").numpy()
+        got = comm.all_to_all(meta.to(self.wire), send.sum(1), recv.sum(1), "aggregation.ids").cpu().numpy()
         for k in (0, 1):
             data = comm.all_to_all(datas[k], send[:, k], recv[:, k], "aggregation")
             # the received meta holds, per source, that source's memory rows then its mail rows
