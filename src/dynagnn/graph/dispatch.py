@@ -75,14 +75,11 @@ class Requests(NamedTuple):
       nothing is sent for them).
     inverse: int64 [n] for each occurrence, the row of the answer [R, ...] holding it:
       ``answer[inverse]`` is the per-occurrence table.
-    latest: int64 [R] for each id asked, its last occurrence (the one whose update is sent back when
-      a batch writes a row several times: Sven's aggregation index Φ).
     """
 
     ids: np.ndarray
     counts: np.ndarray
     inverse: np.ndarray
-    latest: np.ndarray
 
 
 def plan_requests(ids: np.ndarray, owner: np.ndarray, world: int, dedupe: bool = True) -> Requests:
@@ -91,13 +88,12 @@ def plan_requests(ids: np.ndarray, owner: np.ndarray, world: int, dedupe: bool =
     ids = np.asarray(ids, dtype=np.int64)
     owner = np.asarray(owner, dtype=np.int64)
     if dedupe:
-        unique, inverse, latest = redundancy_free(ids)
+        unique, inverse, _ = redundancy_free(ids)
     else:
         unique, inverse = ids, np.arange(ids.size, dtype=np.int64)
-        latest = inverse
     ranks = owner[unique]
     order = np.argsort(ranks, kind="stable")  # ascending ids stay ascending within an owner
     position = np.empty(order.size, dtype=np.int64)
     position[order] = np.arange(order.size)
     counts = np.bincount(ranks, minlength=int(world)).astype(np.int64)
-    return Requests(unique[order], counts, position[inverse], latest[order])
+    return Requests(unique[order], counts, position[inverse])
