@@ -114,6 +114,10 @@ def sven_volumes(stats: pd.DataFrame, owner_sizes, N: int, memory_dim: int, edge
     (``mailbox`` M; Sven's d_mem + d_msg at M = 1, d_msg = 2·d_mem + d_edge); a written row is the
     memory and one mail, d_mem + d_msg. ``depcomm/dispatch_backward``: DepComm's owner updates the
     memory it sends, so the gradient of each sent row returns to it (the paper does not count it).
+
+    The aggregation forms count one memory and one mail per written endpoint (U2): TGN's and JODIE's
+    writes. APAN also sends mails to its endpoints' sampled neighbours, so its aggregation is larger
+    than these forms say.
     """
     M = len(stats)
     n1, u1, u2 = (stats[c].to_numpy(np.float64) for c in ("N1", "U1", "U2"))
