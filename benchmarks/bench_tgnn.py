@@ -5,12 +5,16 @@
    the strategies build them (:func:`~dynagnn.train.strategies.tgnn.worker_batches`: the events
    whose source it owns, with their negatives and sampled neighbours), their counts go through the
    closed forms on that partition (:func:`~dynagnn.analysis.commvolume.sven_volumes`), which
-   tests/train/test_tgnn.py holds equal to the bytes the strategies send. Printed beside: η1 of the
-   remote occurrences and the corrected threshold (2Π+1)/(3Π+1) above which Sven beats DepComm.
+   tests/train/test_tgnn.py holds equal to the bytes the strategies send (TGN and JODIE; APAN's
+   mails to sampled neighbours are beyond the forms). Printed beside: η1 of the remote occurrences
+   and the corrected threshold (2Π+1)/(3Π+1) above which Sven's dispatch beats DepComm's, and
+   (d_mem + d_edge)/(3·d_mem + d_edge) once DepComm's gradient return is counted.
 2. **Per-worker imbalance**: the bytes each worker sends per epoch under Sven (the rows it answers
    and the rows it writes back), max / mean, for Re-FlexBiCut, range and hash.
 3. **Epoch time** at P = 1 and 2 (gloo processes of 1 thread each), micro-batches m = 1, 2, 4, 8,
-   one-step-stale all-reduce off and on: the median training epoch after the first.
+   one-step-stale all-reduce off and on: the median training epoch after the first. (m changes no
+   computation, tests/train/test_tgnn.py holds, but the dropout masks drawn: test AP across m at
+   P = 1 differs as across seeds; a run with one m is the same run to run.)
 4. **Accuracy**: test AP of the best-validation epoch, P = 2 against P = 1 (m = 1), and with the
    stale all-reduce.
 
@@ -42,8 +46,13 @@ def volumes(path, workers, partitioners) -> None:
     d_mem, d_edge, mb = model.memory_dim, model.edge_dim, model.mailbox
     row_in, row_out = 4 * (d_mem + mb * model.mail_dim), 4 * (d_mem + model.mail_dim)
     src, dst = task.src[task.train_events], task.dst[task.train_events]
-    print(f"  bytes per epoch ({len(units)} batches of {DIMS['event_batch']}, d_mem {d_mem}, d_edge {d_edge}); "
-          f"Sven beats DepComm's dispatch when η1 > {sven_threshold(d_mem, d_edge):.3f}")
+    # with DepComm's gradient return (2·d_mem per occurrence against d_mem + d_msg per distinct row):
+    # Sven wins when (1 − η1)(3·d_mem + d_edge) < 2·d_mem
+    with_return = (d_mem + d_edge) / (3 * d_mem + d_edge)
+    print(f"  bytes per epoch ({len(units)} batches of {DIMS['event_batch']}, d_mem {d_mem}, d_edge {d_edge}; "
+          f"the closed forms hold for TGN and JODIE, not APAN, which also mails sampled neighbours); "
+          f"Sven beats DepComm's dispatch alone when η1 > {sven_threshold(d_mem, d_edge):.3f}, with its "
+          f"gradient return when η1 > {with_return:.3f}")
     for P in workers:
         for how in partitioners:
             t0 = time.perf_counter()

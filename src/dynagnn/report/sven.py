@@ -7,6 +7,11 @@ strategies put in metrics.parquet), split into the rows Sven's volume model coun
 the rows fetched, DepComm's gradient return included; ``aggregation``: the rows written back),
 the bookkeeping beside them (request ids, counts, times) and the gradient all-reduce; and the
 run's median training-epoch time (the warm epochs: all after the first, or the only one).
+
+These are the bytes sent, whatever the model. Sven's closed forms
+(:func:`~dynagnn.analysis.commvolume.sven_volumes`) match them for TGN and JODIE at one micro-batch
+only: APAN's aggregation also holds its mails to sampled neighbours, and with m micro-batches a
+row is fetched once per micro-batch.
 """
 
 from __future__ import annotations

@@ -3,11 +3,13 @@ several workers, with the node memory and mailbox partitioned across them.
 
 - **Memory placement.** Each node's memory and mailbox row lives on one worker, chosen by
   ``memory_partitioner``: Re-FlexBiCut (default; Sven's min-max communication partition of the
-  training events' graph, each node weighted by its occurrences, the pre-sampling counts), a seeded
-  hash, or id ranges. Each worker takes the events of every batch whose source it owns, with their
-  negatives (:class:`~dynagnn.train.strategies.tgnn_memory.PartitionedMemory`).
+  training events' graph, each node weighted by its occurrences as an event endpoint, the
+  pre-sampling counts), a seeded hash, or id ranges. Each worker takes the events of every batch
+  whose source it owns, with their negatives
+  (:class:`~dynagnn.train.strategies.tgnn_memory.PartitionedMemory`).
 - **Redundancy-free dispatch.** A worker's share of a batch reads the rows of its distinct nodes
   (sources, destinations, negatives, sampled neighbours: ``EventBatch.nodes``), each fetched once
+  per micro-batch (so once per batch at m = 1; a row two micro-batches read is fetched by each)
   from its owner by an uneven all-to-all and scattered back by the inverse index
   (:func:`~dynagnn.graph.dispatch.plan_requests`). The memory update runs where the batch is; the
   updated memory of the positive endpoints and the new mails go back to the owners, where the
@@ -39,14 +41,15 @@ DepComm runs its pieces without that thread.
 
 Bytes are counted per worker and collective in comm.parquet (module
 :mod:`~dynagnn.train.strategies.tgnn_memory` names them): ``dispatch`` and ``aggregation`` are what
-:func:`~dynagnn.analysis.commvolume.sven_volumes` models; ``epoch_metrics`` adds the batches per
-epoch, so that bytes per batch follow.
+:func:`~dynagnn.analysis.commvolume.sven_volumes` models (for TGN and JODIE at m = 1; APAN also
+writes mails to its sampled neighbours, which those closed forms do not count, and m > 1 fetches a
+row once per micro-batch); ``epoch_metrics`` adds the batches per epoch, so that bytes per batch
+follow.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import time
 from dataclasses import dataclass
 
@@ -74,8 +77,10 @@ PROBE_STEPS = 2  # steps per candidate while adaptive m is measured (the first o
 def memory_owner(src: np.ndarray, dst: np.ndarray, num_nodes: int, workers: int, how: str,
                  seed: int = 0) -> np.ndarray:
     """int64 [N]: the worker of each node's memory row, by partitioner ``how``; Re-FlexBiCut partitions
-    the undirected graph of the events ``src``, ``dst`` [E] with each node weighted by its
-    occurrences among them (Sven's pre-sampling: a row's weight is how often it is asked for)."""
+    the undirected graph of the events ``src``, ``dst`` [E] with each node weighted by its endpoint
+    occurrences among them (Sven's pre-sampling counts: how often the node is a source or a
+    destination, standing for how often its row is asked for; its occurrences as a negative or a
+    sampled neighbour are not counted)."""
     if how == "hash":
         return gp.hash_partition(num_nodes, workers, seed)
     if how == "range":
