@@ -68,6 +68,12 @@ def _positive(kind):
     return parse
 
 
+def _table_and_figure(parser: argparse.ArgumentParser) -> None:
+    """The outputs of a sub-command that gathers runs into a table and draws it."""
+    parser.add_argument("--out", type=Path, required=True, help="output Parquet table")
+    parser.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="dynagnn",
@@ -252,8 +258,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("runs", nargs="+", metavar="STRATEGY=DIR",
                       help="a training run's strategy and output directory (metrics.parquet, timings.parquet)")
     cmp_.add_argument("--plan", type=Path, help="the plan the group strategies ran (their predictions)")
-    cmp_.add_argument("--out", type=Path, required=True, help="output Parquet table")
-    cmp_.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    _table_and_figure(cmp_)
 
     cs = sub.add_parser("compare-sampled", help="sampled training's data path side by side (BGL): epoch time, "
                                                 "hit ratio per cache level, store bytes per epoch",
@@ -263,8 +268,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "for, chunks decoded). Writes a Parquet table and a figure.")
     cs.add_argument("runs", nargs="+", metavar="STRATEGY=DIR", help="a sampled training run's strategy and output "
                                                                    "directory (metrics.parquet)")
-    cs.add_argument("--out", type=Path, required=True, help="output Parquet table")
-    cs.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    _table_and_figure(cs)
 
     sv = sub.add_parser("compare-sven", help="Sven's communication side by side: bytes per batch of tgnn, "
                                              "tgnn_depcomm, tgnn_depcache; per-worker bytes per partitioner; epoch time",
@@ -275,16 +279,14 @@ def _parser() -> argparse.ArgumentParser:
                                     "a figure.")
     sv.add_argument("runs", nargs="+", metavar="LABEL=DIR", help="a tgnn training run's label and output directory "
                                                                 "(metrics.parquet, comm.parquet)")
-    sv.add_argument("--out", type=Path, required=True, help="output Parquet table")
-    sv.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    _table_and_figure(sv)
 
     rt = sub.add_parser("runtimes", help="how long each workflow stage took, from Snakemake's benchmark files",
                         description="Read the benchmark files a workflow run wrote (<results>/benchmarks/<rule>/"
                                     "<job>.tsv): one row per job with its wall seconds, CPU seconds and peak "
                                     "memory, and a figure of the seconds per stage.")
     rt.add_argument("bench_dir", type=Path, help="the run's benchmark folder (results/benchmarks)")
-    rt.add_argument("--out", type=Path, required=True, help="output Parquet table")
-    rt.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    _table_and_figure(rt)
 
     st = sub.add_parser("study", help="training runs side by side: epoch time and speed-up over the first, peak "
                                       "memory, accuracy (PiPAD's ladder, ESDG's checkpoint blocks, BLAD's accuracy)",
@@ -293,8 +295,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "metric with the test metric at that epoch. Writes a Parquet table and a figure.")
     st.add_argument("runs", nargs="+", metavar="NAME=DIR", help="a name for the run and its output directory "
                                                                "(metrics.parquet, timings.parquet)")
-    st.add_argument("--out", type=Path, required=True, help="output Parquet table")
-    st.add_argument("--figure", type=Path, required=True, help="output figure (PNG; a PDF is written beside it)")
+    _table_and_figure(st)
     st.add_argument("--title", default="", help="the figure's title")
 
     cl = sub.add_parser("claims", help="the papers' headline claims beside ours, from the result tables",

@@ -311,9 +311,8 @@ CLAIMS: tuple[Claim, ...] = (
           "§4.4, Fig. 13a", 0.592, "*/analysis/partitions.parquet", _partition_cut("reflexbicut", "range", "max_part_comm"),
           "ours is the largest partition's communication volume on the union graph; the paper's is the balance "
           "cost of each iteration's all-to-all"),
-    # Hook for the tgnn strategies (issue 15): their comparison (dynagnn compare-sven, report/sven.py)
-    # when the workflow draws it as <dataset>/<model>/sven-<P>.parquet with each run labelled by its
-    # strategy (tgnn = Sven, tgnn_depcomm, tgnn_depcache); until a rule makes it, these rows say not run.
+    # The tgnn strategies (issue 15): rule sven_figure's <dataset>/<model>/sven-<P>.parquet (compare-sven,
+    # report/sven.py), each run labelled by its strategy (tgnn = Sven, tgnn_depcomm, tgnn_depcache).
     Claim("sven", "time per iteration: DepComm over Sven (up to)", "§10, Fig. 11a", 1.89,
           "*/*/sven-*.parquet", _sven_run_ratio("epoch_s", "tgnn_depcomm"),
           f"{_CPU}; gloo all-to-all in shared memory instead of NCCL across nodes", needs_gpu=True),
