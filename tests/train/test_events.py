@@ -10,7 +10,8 @@ from dynagnn.data import discretize as D
 from dynagnn.data.store import open_store, write_store
 from dynagnn.data.types import RawGraph
 from dynagnn.models.tgnn import apply_writes
-from dynagnn.train.engine import TrainConfig, Trainer, train
+from dynagnn.errors import ConfigError
+from dynagnn.train.engine import TrainConfig, Trainer, TrainingError, train
 from dynagnn.train.event_task import EventLinkTask, link_metrics
 from tests.conftest import random_events
 
@@ -123,3 +124,40 @@ def test_the_schedule_plans_no_event_model():
                     "train": {"runs": [{"dataset": "d", "models": ["tgn", "tgcn", "jodie"],
                                         "strategies": ["events"]}]}})
     assert {r["model"] for r in schedule_runs(cfg)} == {"tgcn"}
+
+
+def test_a_store_without_node_features_trains_the_event_models(tmp_path):
+    """The event models read edge features only: preflight and training take a store that has no
+    node features (width 1: its weights), and a snapshot model on it is still refused by name."""
+    ev = random_events(n_nodes=25, n_events=600, t_max=5000, seed=0, weights=True)
+    raw = RawGraph(num_nodes=25, node_ids=np.arange(25), events=ev, directed=True, name="ev")
+    path = write_store(tmp_path / "s.zarr", raw, D.build_snapshots(raw, by="time", width=1000, directed=True),
+                       None, spec={"seed": 0})
+    tr = Trainer(path, config("jodie", epochs=1), progress=False)
+    assert tr.in_dim == 1 and tr.run.features.shape == (600, 1)
+    m, _ = train(path, tmp_path / "out", config("jodie", epochs=1), progress=False)
+    assert np.isfinite(m["val_ap"]).all()
+    with pytest.raises(ConfigError, match="no node features"):
+        train(path, tmp_path / "snap", TrainConfig(model="tgcn", epochs=1), progress=False)
+
+
+@pytest.mark.parametrize("model", ["tgn", "apan"])
+def test_the_checkpoint_holds_the_memory_the_best_epoch_left(store, tmp_path, model):
+    """model.pt keeps every node's memory and mailbox as the best epoch's test pass left them (one
+    epoch: the memory the trainer holds at the end), and a new trainer loading it holds them again."""
+    tr = Trainer(store, config(model, epochs=1), progress=False)
+    tr.fit()
+    ck = tr.checkpoint()
+    held = tr.strategy.memory.state()
+    assert set(ck["buffers"]) == set(held) and held["memory_ts"].max() > 0
+    for k, v in held.items():
+        assert torch.equal(ck["buffers"][k], v), k
+    torch.save(ck, tmp_path / "model.pt")
+    again = Trainer(store, config(model, epochs=1), progress=False)
+    again.load_checkpoint(tmp_path / "model.pt")
+    for k, v in again.strategy.memory.state().items():
+        assert torch.equal(v, held[k]), k
+    bad = dict(ck, buffers={**ck["buffers"], "memory": ck["buffers"]["memory"][:3]})
+    torch.save(bad, tmp_path / "bad.pt")
+    with pytest.raises(TrainingError, match="memory buffer 'memory'"):
+        again.load_checkpoint(tmp_path / "bad.pt")

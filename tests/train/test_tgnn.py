@@ -62,7 +62,7 @@ def _steps(tr, counts=None):
         ids, store = np.arange(tr.store.num_nodes), s.memory
     state = (ids, store.memory.clone(), store.memory_ts.clone(), store.mail.clone(), store.mail_ts.clone(),
              store.mail_valid.clone())
-    return out, state, sent
+    return out, state, sent, s.state_buffers()
 
 
 def _trainer(store, model, strategy="events", m=1, partitioner="hash", ctx=None, comm=None, **kw):
@@ -74,11 +74,14 @@ def _trainer(store, model, strategy="events", m=1, partitioner="hash", ctx=None,
 
 
 def _body(ctx, comm, store):
-    results = {case: _steps(_trainer(store, case[0], case[1], case[2], case[3], ctx, comm))[:2] for case in CASES}
+    results = {case: _steps(_trainer(store, case[0], case[1], case[2], case[3], ctx, comm)) for case in CASES}
     for case in BYTES:
         tr = _trainer(store, case[0], case[1], case[2], case[3], ctx, comm)
         comm.take_counts()
         results[("bytes",) + case] = (tr.strategy.owner, _steps(tr, counts=True)[2])
+    fresh = _trainer(store, "tgn", "tgnn", 1, "reflexbicut", ctx, comm)  # another partition than CASES[0]'s
+    fresh.strategy.load_state_buffers(results[CASES[0]][3])
+    results["loaded"] = fresh.strategy.state_buffers()
     results["dispatch"] = _dispatch(ctx, comm)
     results["allocated"] = _allocations(store, ctx, comm)
     results["wire"] = _wires(ctx, comm)
@@ -133,7 +136,7 @@ def two(store):
 
 @pytest.fixture(scope="module")
 def one(store):
-    out = {model: _steps(_trainer(store, model))[:2] for model in ("tgn", "jodie", "apan")}
+    out = {model: _steps(_trainer(store, model)) for model in ("tgn", "jodie", "apan")}
     out["tgn lr 0"] = _steps(_trainer(store, "tgn", lr=0.0))[0]
     return out
 
@@ -141,9 +144,9 @@ def one(store):
 @pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
 def test_two_workers_equal_one(one, two, case):
     """Loss, every gradient, memory and mailbox of 2 workers equal the events strategy's on 1."""
-    ref_steps, ref_state = one[case[0]]
+    ref_steps, ref_state = one[case[0]][:2]
     for rank in range(2):
-        steps, _ = two[rank][case]
+        steps = two[rank][case][0]
         for (loss, grads), (rloss, rgrads) in zip(steps, ref_steps):
             assert loss == pytest.approx(rloss, rel=1e-5, abs=1e-6)
             for g, r in zip(grads, rgrads):  # a parameter without a gradient has none on either
@@ -162,6 +165,22 @@ def test_two_workers_equal_one(one, two, case):
         for b, r in zip(bufs, ref_state[1:]):
             torch.testing.assert_close(b, r[torch.from_numpy(ids)], rtol=1e-5, atol=1e-6)
     assert ref_state[5].any()  # the mailboxes were written
+    # what a checkpoint keeps: every node's rows, put together on each worker, the one worker's
+    ref_full = one[case[0]][3]
+    for rank in range(2):
+        full = two[rank][case][3]
+        assert set(full) == set(ref_full)
+        for k, r in ref_full.items():
+            torch.testing.assert_close(full[k], r, rtol=1e-5, atol=1e-6, msg=k)
+
+
+def test_a_checkpoint_memory_loads_into_another_partition(two):
+    """Every node's rows, loaded into workers that partition them otherwise, give back every row."""
+    for rank in range(2):
+        saved, loaded = two[rank][CASES[0]][3], two[rank]["loaded"]
+        for k, v in saved.items():
+            assert torch.equal(loaded[k], v), k
+    assert saved["memory_ts"].max() > 0
 
 
 @pytest.mark.parametrize("m", [1, 2, 64])
@@ -170,7 +189,7 @@ def test_micro_batches_do_not_change_one_worker(store, one, m):
     that pieces fetch nothing) gives the events strategy's losses, gradients and memory: m changes
     the order of the work, not what it computes (with dropout it changes which masks are drawn)."""
     steps, (ids, *bufs) = _steps(_trainer(store, "tgn", "tgnn", m, "hash"))[:2]
-    ref_steps, ref_state = one["tgn"]
+    ref_steps, ref_state = one["tgn"][:2]
     for (loss, grads), (rloss, rgrads) in zip(steps, ref_steps):
         assert loss == pytest.approx(rloss, rel=1e-5, abs=1e-6)
         for g, r in zip(grads, rgrads):

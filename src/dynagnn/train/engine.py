@@ -16,7 +16,9 @@ Outputs (under ``out``): ``metrics.parquet`` (one row per epoch: loss, train sec
 ``test_*``), ``timings.parquet`` (one row per epoch, worker and phase, :mod:`dynagnn.timing`; epoch
 -1 holds the one-off ``load`` of the store), ``comm.parquet`` (bytes sent per epoch, worker, stage
 (train or eval) and collective; empty on one worker), ``model.pt`` (the best epoch's weights with the
-fingerprint of the model, task, data and hyper-parameters). All are written to temporary names and
+fingerprint of the model, task, data and hyper-parameters; for the event models also ``buffers``,
+every node's memory and mailbox as that epoch's test pass left them, which weights alone cannot
+rebuild). All are written to temporary names and
 renamed only once training has finished, so a failed run (NaN loss, bad input, a dead worker) leaves
 earlier outputs as they were.
 """
@@ -145,7 +147,7 @@ def preflight(store: SnapshotStore, config: TrainConfig, workers: int, model=Non
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     cls = strategy_class(c.strategy)
     if model is None:
-        model = cls.build_model(c, store.feature_dim())
+        model = cls.build_model(c, cls.input_dim(store))
     cls.check(c, model, store.num_nodes, workers)
 
 
@@ -240,7 +242,8 @@ class Trainer:
             if better:
                 best, since = score, 0
                 best_state = {"epoch": epoch, "model": copy.deepcopy(self.model.state_dict()),
-                              "head": copy.deepcopy(self.head.state_dict())}
+                              "head": copy.deepcopy(self.head.state_dict()),
+                              "buffers": self.strategy.state_buffers()}
             else:
                 since += 1
             bar.set_postfix(loss=f"{loss:.4f}", **{f"val_{self.task.primary}": f"{score:.4f}"})
@@ -269,7 +272,8 @@ class Trainer:
         return {"version": CHECKPOINT_VERSION, "model": self.config.model, "task": self.task.name,
                 "fingerprint": self.fingerprint, "config": dataclasses.asdict(self.config),
                 "in_dim": self.in_dim, "epoch": self.best["epoch"],
-                "state_dict": self.best["model"], "head_state_dict": self.best["head"]}
+                "state_dict": self.best["model"], "head_state_dict": self.best["head"],
+                **({"buffers": self.best["buffers"]} if self.best.get("buffers") is not None else {})}
 
     def load_checkpoint(self, path: str | Path) -> int:
         """Load weights saved by an earlier run of the same model, task and data; returns its epoch."""
@@ -280,6 +284,11 @@ class Trainer:
                                 f"({self.fingerprint}): another model, task, width or dataset")
         self.model.load_state_dict(ck["state_dict"])
         self.head.load_state_dict(ck["head_state_dict"])
+        if ck.get("buffers") is not None:
+            try:
+                self.strategy.load_state_buffers(ck["buffers"])
+            except ValueError as e:
+                raise TrainingError(f"{path}: {e}") from None
         return int(ck["epoch"])
 
 

@@ -23,6 +23,9 @@ import torch
 from dynagnn.sortedkeys import sort_groups
 
 
+BUFFERS = ("memory", "memory_ts", "mail", "mail_ts", "mail_valid", "next_slot")  # NodeMemory's, in order
+
+
 @dataclass
 class MemoryRows:
     """The memory and mailbox rows of U nodes (what a batch fetches).
@@ -54,7 +57,22 @@ class NodeMemory:
         self.next_slot = torch.zeros(n, dtype=torch.long, device=dev)
 
     def _buffers(self) -> tuple[torch.Tensor, ...]:
-        return self.memory, self.memory_ts, self.mail, self.mail_ts, self.mail_valid, self.next_slot
+        return tuple(getattr(self, k) for k in BUFFERS)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """Every buffer by name (:data:`BUFFERS`), copied to the CPU: what a checkpoint keeps."""
+        return {k: getattr(self, k).detach().cpu().clone() for k in BUFFERS}
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Take back what :meth:`state` gave; ValueError naming the buffer whose name, shape or
+        dtype differs (nothing is changed then)."""
+        for k in BUFFERS:
+            mine, got = getattr(self, k), state.get(k)
+            if not isinstance(got, torch.Tensor) or got.shape != mine.shape or got.dtype != mine.dtype:
+                have = "missing" if not isinstance(got, torch.Tensor) else f"{got.dtype} {list(got.shape)}"
+                raise ValueError(f"memory buffer {k!r}: {have}, this model's is {mine.dtype} {list(mine.shape)}")
+        for k in BUFFERS:
+            getattr(self, k).copy_(state[k])
 
     def reset(self) -> None:
         """Every node back to zero memory and an empty mailbox (the start of an epoch)."""

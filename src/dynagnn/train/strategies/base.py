@@ -130,6 +130,12 @@ class Strategy:
                    cls.run_options(c), split=split, in_dim=in_dim, load_seconds=load_seconds)
 
     @classmethod
+    def input_dim(cls, store) -> int:
+        """The width of what the model reads from ``store`` (the node features by default); ConfigError
+        naming the fix where the store lacks it."""
+        return store.feature_dim()
+
+    @classmethod
     def build_model(cls, config, in_dim: int) -> torch.nn.Module:
         """The model ``config.model`` of this strategy's family (snapshot models by default) for
         ``in_dim`` input features, on the CPU."""
@@ -169,6 +175,14 @@ class Strategy:
         """Collective, after each training epoch of ``seconds``: the strategy's own per-epoch figures
         for metrics.parquet (the same on every worker; default none)."""
         return {}
+
+    def state_buffers(self) -> dict[str, torch.Tensor] | None:
+        """Collective: what scoring needs beside the weights, as the last evaluation left it (CPU
+        tensors by name), for the checkpoint; None (the default) where the weights are all."""
+        return None
+
+    def load_state_buffers(self, state: dict[str, torch.Tensor]) -> None:
+        """Take back what :meth:`state_buffers` gave (ValueError where it does not fit)."""
 
     def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
         """The training windows' end snapshots cut into steps of B, in order (the last may be shorter)."""

@@ -35,7 +35,7 @@ from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
-from dynagnn.train.event_task import EventLinkTask, link_metrics
+from dynagnn.train.event_task import EventLinkTask, check_events, link_metrics
 from dynagnn.train.strategies.base import Run, Strategy
 
 
@@ -70,6 +70,16 @@ class EventStrategy(Strategy):
     def check(cls, config, model, num_nodes, workers):
         if workers != 1:
             raise ConfigError(f"the events strategy runs on 1 worker, not {workers}")
+
+    @classmethod
+    def input_dim(cls, store) -> int:
+        """The edge-feature width d_e of :func:`edge_features`, from the arrays' shapes (the event
+        models read no node features); ConfigError where the store has no event stream."""
+        if not store.has("events/src"):
+            check_events(None, store.path)
+        if store.has("events/features"):
+            return int(np.prod(store.root["events/features"].shape[1:], dtype=np.int64))
+        return 1 if store.has("events/w") else 0
 
     @classmethod
     def build_model(cls, config, in_dim: int, num_nodes: int = 1, **kw) -> torch.nn.Module:
@@ -129,6 +139,14 @@ class EventStrategy(Strategy):
         return self.model.new_memory(self.device)
 
     # ---- engine hooks -------------------------------------------------------------------------
+    def state_buffers(self) -> dict[str, torch.Tensor]:
+        """Every node's memory and mailbox as the last pass left them (after an epoch's test events:
+        the state from which the events after the stream are scored)."""
+        return self.memory.state()
+
+    def load_state_buffers(self, state: dict[str, torch.Tensor]) -> None:
+        self.memory.load_state(state)
+
     def start_epoch(self, epoch: int) -> None:
         self._pending = None
         self.memory.reset()
@@ -217,12 +235,12 @@ class EventStrategy(Strategy):
 
     @torch.no_grad()
     def replay(self, units) -> None:
-        """Run the events of ``units`` through the memory and mailbox without scoring them: the
-        memory a checkpoint does not hold is rebuilt from its weights (training units, then an
-        evaluation as the engine's). The memory it rebuilds is not the one training left (that one
-        depends on the weights' trajectory), but TGN's and JODIE's scores barely depend on the
-        difference (on CollegeMsg a replayed checkpoint scores its epoch's validation AP within 0.4
-        points); APAN's do (see :class:`~dynagnn.models.tgnn.models.APAN`)."""
+        """Run the events of ``units`` through the memory and mailbox without scoring them: a
+        memory rebuilt from weights alone (training units, then an evaluation as the engine's). It
+        is not the one training left (that one depends on the weights' trajectory, which is why the
+        checkpoint keeps the memory itself); TGN's and JODIE's scores barely depend on the difference
+        (on CollegeMsg a replayed checkpoint scores its epoch's validation AP within 0.4 points),
+        APAN's do (see :class:`~dynagnn.models.tgnn.models.APAN`)."""
         self.after_step()
         self.model.eval()
         for unit in units:

@@ -86,6 +86,29 @@ class PartitionedMemory:
     def restore(self, snap) -> None:
         self.store.restore(snap)
 
+    def state(self) -> dict[str, torch.Tensor]:
+        """Every node's buffers (:meth:`NodeMemory.state`'s names, N rows on the CPU), put together
+        from the workers' shares: a collective, every worker calls it (after the writes are committed)."""
+        mine = self.store.state()
+        if self.replicated:  # every worker holds every row, and the same ones
+            return mine
+        n = self.owner.size
+        out = {k: v.new_zeros((n, *v.shape[1:])) for k, v in mine.items()}
+        for own, part in self.comm.all_gather_object((self.own, mine)):
+            rows = torch.from_numpy(np.asarray(own, dtype=np.int64))
+            for k, v in part.items():
+                out[k][rows] = v
+        return out
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Take this worker's rows of every node's buffers (what :meth:`state` gave)."""
+        n = self.owner.size
+        bad = [k for k, v in state.items() if not isinstance(v, torch.Tensor) or v.ndim == 0 or v.shape[0] != n]
+        if bad:
+            raise ValueError(f"memory buffers {', '.join(map(repr, bad))}: not {n} rows (one per node)")
+        rows = torch.from_numpy(self.own)
+        self.store.load_state({k: v[rows] for k, v in state.items()})
+
     def _local(self, ids: np.ndarray) -> torch.Tensor:
         index = self.local[ids]
         if (index < 0).any():
