@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from dynagnn.cost.fit import fit
-from dynagnn.cost.profile import (COLUMNS, DIRECTIONS, OPERATORS, Grid, build_grid, profile_operators, quick_grid,
-                                  random_adjacency, read_profile, write_profile)
+from dynagnn.cost.profile import (COLD_OPERATORS, COLUMNS, DIRECTIONS, OPERATORS, Evictor, Grid, _Timer, build_grid,
+                                  measure, profile_operators, quick_grid, random_adjacency, read_profile,
+                                  write_profile)
 from dynagnn.errors import ConfigError, CostError
 
 
@@ -25,6 +26,7 @@ def test_quick_profile_rows(quick_profile):
     assert (df.device == "cpu").all() and (df.threads == 1).all() and (df.repeats == 3).all()
     assert (df.median_s > 0).all() and (df.min_s > 0).all() and (df.min_s <= df.median_s).all()
     assert (df.number >= 1).all()
+    assert (df.cold == df.operator.isin(COLD_OPERATORS)).all() and COLD_OPERATORS == ("graph_op",)
     # one row per key, a backward row for every forward row
     key = ["operator", "direction", "device", "N", "nnz", "in_width", "out_width"]
     assert not df.duplicated(key).any()
@@ -107,3 +109,22 @@ def test_profile_on_cuda_when_present():
         pytest.skip("no GPU")
     df = profile_operators(Grid([256], [4.0], [8]), "cuda", warmup=1, repeats=3, progress=False)
     assert (df.device == "cuda").all() and (df.median_s > 0).all() and len(df) == 2 * len(OPERATORS)
+
+
+def test_cold_timing_evicts_before_every_timed_call():
+    """With ``before``, every timed call follows its own eviction, and the eviction is not timed."""
+    import time
+
+    log = []
+    slow_evict = lambda: (log.append("evict"), time.sleep(0.01))  # noqa: E731
+    call = lambda: log.append("call")  # noqa: E731
+    per_call = _Timer(torch.device("cpu"))(call, 4, slow_evict)
+    assert log == ["evict", "call"] * 4
+    assert per_call < 0.005  # the 10 ms evictions are outside the timed calls
+    log.clear()
+    _, _, number = measure(call, _Timer(torch.device("cpu")), warmup=1, repeats=2, min_sample_s=0.0, before=slow_evict)
+    assert number == 1 and log == ["call"] + ["evict", "call"] * (3 + 2)  # warm-up, 3 estimates, 2 samples
+    ev = Evictor(torch.device("cpu"), nbytes=4096)
+    ev()
+    ev()
+    assert ev.buffer.numel() == 1024 and float(ev.buffer[0]) == 2.0  # it writes the whole buffer

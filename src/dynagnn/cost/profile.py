@@ -31,7 +31,10 @@ Timing method: each measurement point gets ``warmup`` unmeasured calls, then ``r
 a sample times a loop of ``number`` calls (``number`` is calibrated so that one sample lasts at
 least ``min_sample_s``: a 20 µs kernel is not timed alone against a 1 µs timer jitter) and
 records the mean per call. The table keeps the median over samples. On CUDA, samples are timed with
-CUDA events, with ``torch.cuda.synchronize()`` before the first event and after the last.
+CUDA events, with ``torch.cuda.synchronize()`` before the first event and after the last. The
+operators of :data:`COLD_OPERATORS` (the graph operator) are timed cache-cold, as training runs them:
+each call alone, after an untimed write of a buffer twice the last-level cache (:class:`Evictor`);
+the ``cold`` column says which rows.
 
 Graphs are uniform random graphs with the requested number of edges, drawn with numpy from a seed
 (one seed per point, so a point is reproducible on its own), then normalised with
@@ -69,7 +72,17 @@ OPERATORS: tuple[str, ...] = ("graph_op", "nn_op", "gru", "lstm", "evolve", "ele
 
 DIRECTIONS: tuple[str, ...] = ("forward", "backward")
 KEY_COLUMNS = ["operator", "direction", "device", "N", "nnz", "in_width", "out_width"]
-COLUMNS = KEY_COLUMNS + ["median_s", "min_s", "repeats", "number", "threads"]
+COLUMNS = KEY_COLUMNS + ["median_s", "min_s", "repeats", "number", "threads", "cold"]
+
+# operators timed cache-cold (each call after evicting the caches), as training runs them: a
+# snapshot's Â is read once per step, with the recurrent cell and the other snapshots' operators in
+# between. Timed hot, in a loop on one matrix, graph_op measured 0.07-0.33 ms per call on blad_group
+# (N = 5,000, 12k-125k nnz, F = 32, 1 thread) against 0.36-0.70 ms inside a training step and
+# 0.36-0.75 ms after an eviction: the cost model predicted a third of the epoch's aggregation time.
+# The dense operators read what the operator before them just wrote, and stay timed hot.
+COLD_OPERATORS: tuple[str, ...] = ("graph_op",)
+# bytes an eviction writes: twice the largest last-level cache we run on (32 MiB here)
+COLD_BYTES = 64 * 2**20
 
 
 # ----------------------------------------------------------------------------------------- grid
@@ -222,8 +235,15 @@ class _Timer:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def __call__(self, fn: Callable[[], object], number: int) -> float:
-        """Mean seconds per call over ``number`` back-to-back calls."""
+    def __call__(self, fn: Callable[[], object], number: int, before: Callable[[], object] | None = None) -> float:
+        """Mean seconds per call over ``number`` back-to-back calls; with ``before``, ``number``
+        calls each timed alone after an untimed ``before()`` (a cache eviction)."""
+        if before is not None:
+            total = 0.0
+            for _ in range(number):
+                before()
+                total += self(fn, 1)
+            return total / number
         if self.cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
@@ -240,19 +260,37 @@ class _Timer:
 
 
 def measure(fn: Callable[[], object], timer: _Timer, *, warmup: int = 2, repeats: int = 7,
-            min_sample_s: float = 2e-3, max_number: int = 1000) -> tuple[float, float, int]:
+            min_sample_s: float = 2e-3, max_number: int = 1000,
+            before: Callable[[], object] | None = None) -> tuple[float, float, int]:
     """(median seconds per call, min seconds per call, calls per sample) of ``fn``.
 
     After ``warmup`` calls, the fastest of three single calls estimates the cost and sets ``number``
-    so that a sample lasts about ``min_sample_s``; then ``repeats`` samples are taken.
+    so that a sample lasts about ``min_sample_s``; then ``repeats`` samples are taken. ``before``:
+    run untimed before every timed call (an :class:`Evictor`: cache-cold timing).
     """
     for _ in range(max(warmup, 0)):
         fn()
     timer.sync()
-    est = min(timer(fn, 1) for _ in range(3))  # min: one preempted call must not set number = 1
+    est = min(timer(fn, 1, before) for _ in range(3))  # min: one preempted call must not set number = 1
     number = int(min(max_number, max(1, math.ceil(min_sample_s / max(est, 1e-9)))))
-    samples = [timer(fn, number) for _ in range(max(repeats, 1))]
+    samples = [timer(fn, number, before) for _ in range(max(repeats, 1))]
     return statistics.median(samples), min(samples), number
+
+
+class Evictor:
+    """Evicts the device's caches by writing a buffer of ``nbytes`` (default :data:`COLD_BYTES`, or
+    twice a GPU's L2 where that is larger), for cache-cold timing (:data:`COLD_OPERATORS`)."""
+
+    def __init__(self, device: torch.device, nbytes: int | None = None):
+        if nbytes is None:
+            nbytes = COLD_BYTES
+            if device.type == "cuda":
+                l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+                nbytes = max(nbytes, 2 * int(l2))
+        self.buffer = torch.zeros(max(int(nbytes) // 4, 1), device=device)
+
+    def __call__(self) -> None:
+        self.buffer.add_(1.0)
 
 
 def _seed(pt: Point, base: int) -> int:
@@ -360,6 +398,7 @@ def profile_operators(grid: Grid | Sequence[Point], device: str | torch.device =
              len(points), dev, torch.get_num_threads(), warmup, repeats)
     t_start = time.perf_counter()
     timer = _Timer(dev)
+    evict = Evictor(dev) if any(p.operator in COLD_OPERATORS for p in points) else None
     try:
         if points:
             # the first operator of a process runs cold (allocator, thread pool, lazy kernels): measured
@@ -370,13 +409,15 @@ def profile_operators(grid: Grid | Sequence[Point], device: str | torch.device =
             del fwd, bwd
         for pt in tqdm(points, desc=f"profile {label}", unit="shape", disable=not progress):
             fwd, bwd, nnz = _operator_calls(pt, dev, _seed(pt, seed))
+            cold = pt.operator in COLD_OPERATORS
             # forward runs with autograd recording on, as in training (the graph is then dropped)
             for direction, fn in (("forward", fwd), ("backward", bwd)):
-                med, mn, number = measure(fn, timer, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s)
+                med, mn, number = measure(fn, timer, warmup=warmup, repeats=repeats, min_sample_s=min_sample_s,
+                                          before=evict if cold else None)
                 rows.append({"operator": pt.operator, "direction": direction, "device": label, "N": int(pt.N),
                              "nnz": int(nnz), "in_width": int(pt.in_width), "out_width": int(pt.out_width),
                              "median_s": float(med), "min_s": float(mn), "repeats": int(repeats),
-                             "number": int(number), "threads": int(torch.get_num_threads())})
+                             "number": int(number), "threads": int(torch.get_num_threads()), "cold": cold})
             del fwd, bwd
     finally:
         torch.set_num_threads(old_threads)
