@@ -39,21 +39,21 @@ def blad_group_store():
 def _predictor(path):
     from dynagnn.cost.fit import fit
     from dynagnn.cost.profile import profile_operators
-    from dynagnn.cost.stage import stage_grid
+    from dynagnn.cost.stage import fit_link_into, stage_grid
 
     grid = stage_grid("auto", stores=[path], models=[MODEL], hidden=[HIDDEN])
-    return fit(profile_operators(grid, "cpu", repeats=3, progress=False, threads=1))
+    return fit_link_into(fit(profile_operators(grid, "cpu", repeats=5, progress=False, threads=1)))
 
 
 def _plan(path, predictor, workers, out):
     from dynagnn.data.store import open_store
     from dynagnn.schedule.stage import plan_store
-    from dynagnn.train.strategies.group import head_costs, training_ends
+    from dynagnn.train.strategies.group import head_costs, training_ends, transfer_bytes
 
     store = open_store(path)
     ends = training_ends(store, WINDOW)
     plan = plan_store(store, predictor, model=MODEL, workers=workers, window=WINDOW, hidden=HIDDEN, groups=ends,
-                      tail=head_costs(store, MODEL, HIDDEN, ends))
+                      tail=head_costs(store, MODEL, HIDDEN, ends), transfers=transfer_bytes(store, MODEL, HIDDEN, ends))
     plan.save(out)
     return plan
 

@@ -120,3 +120,59 @@ def test_a_tail_after_the_last_snapshot_is_p2s_work():
     np.testing.assert_array_equal(b2, b0)
     led = balance(fwd, bwd, 4, range(3, 10), tail={g: (100.0, 0.0) for g in range(3, 10)})
     assert led.splits.tolist() == [1] * 7 and led.busy[0] >= 700  # a heavy lead keeps p1's part short
+
+
+def test_receive_costs_by_split():
+    # 2 groups of 3 snapshots with the head column (4 columns, splits 0..4)
+    from dynagnn.schedule.balance import receive_costs
+
+    rq, rc = receive_costs(
+        2, 4, 3, state_s=0.5, embedding_s=0.25, inputs_s=[0.125, 0.0625])
+    np.testing.assert_array_equal(rc, [[0, 0.5, 0.5, 0.25, 0.25]] * 2)  # p1 gets the gradient of what it sent
+    np.testing.assert_array_equal(rq[0], [0.125, 0.625, 0.625, 0.375, 0.375])  # p2 also gets the loss's inputs
+    np.testing.assert_array_equal(rq[1], [0.0625, 0.5625, 0.5625, 0.3125, 0.3125])
+
+
+def test_receipts_in_the_hand_example():
+    # the hand example (l = 1, b = 2, splits 1|1) with a receipt of 0.5 s each way: Q_i and BA_i grow
+    from dynagnn.schedule.balance import receive_costs
+
+    l, b = np.ones((2, 2)), 2 * np.ones((2, 2))
+    recv = receive_costs(2, 2, 2, state_s=0.5)
+    a, c, q = task_times([1, 1], l, b, recv)
+    assert a.tolist() == [1, 1] and c.tolist() == [2.5, 2.5] and q.tolist() == [3.5, 3.5]
+    # p1: FA0 [0,1], FA1 [1,2]; p2: Q0 [1,4.5], Q1 [4.5,8]; p1: BA0 [4.5,7], BA1 [8,10.5]
+    assert simulate([1, 1], l, b, recv=recv) == 10.5 == makespan([1, 1], l, b, recv)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dp_optimal_with_receipts_against_brute_force(seed):
+    from dynagnn.schedule.balance import receive_costs
+
+    l, b = random_costs(seed + 200)
+    m, k = l.shape
+    rng = np.random.default_rng(seed)
+    recv = receive_costs(m, k, k, state_s=float(rng.uniform(0, 2)), embedding_s=float(rng.uniform(0, 1)),
+                         inputs_s=rng.uniform(0, 1, size=m))
+    p, v = dp_splits(l, b, lo=1, hi=k, recv=recv)
+    bp, bv = brute_force_splits(l, b, lo=1, hi=k, recv=recv)
+    assert np.isclose(v, bv) and np.isclose(simulate(p, l, b, recv=recv), bv)
+    for q in rng.integers(1, k + 1, size=(5, m)):
+        assert np.isclose(simulate(q, l, b, recv=recv), makespan(q, l, b, recv))
+
+
+def test_an_expensive_state_hand_over_moves_the_split_to_the_head():
+    # one group of 2 snapshots and a head (1 s each, no backward): p1 runs 1 or 2 snapshots. Taking
+    # the state costs p2 3 s and p1 3 s more for its gradient (split 1), the embedding nothing (split
+    # 2): 9 s against 3 s.
+    from dynagnn.schedule.balance import receive_costs
+
+    l, b = np.array([[1.0, 1.0, 1.0]]), np.zeros((1, 3))
+    recv = receive_costs(1, 3, 2, state_s=3.0, embedding_s=0.0)
+    assert makespan([1], l, b, recv) == 9.0 and makespan([2], l, b, recv) == 3.0
+    p, v = dp_splits(l, b, lo=1, hi=2, recv=recv)
+    assert p.tolist() == [2] and v == 3.0
+    plan = balance([1.0, 1.0], [0.0, 0.0], 2, [1], tail={1: 1.0}, handover={"state_s": 3.0})
+    assert plan.splits.tolist() == [2] and plan.makespan == 3.0
+    plan = balance([1.0, 1.0], [0.0, 0.0], 2, [1], tail={1: 1.0}, handover={"state_s": 0.5, "embedding_s": 4.0})
+    assert plan.splits.tolist() == [1] and plan.makespan == 3.0 + 2 * 0.5 and plan.busy.tolist() == [1.5, 2.5]

@@ -47,3 +47,34 @@ def test_wrong_dataset_model_version(tmp_path):
         SchedulePlan.load(path)
     with pytest.raises(InputError, match="not found"):
         SchedulePlan.load(tmp_path / "missing.json")
+
+
+def test_hand_overs_and_all_reduce_in_the_predicted_epoch():
+    """transfer_costs turns bytes into seconds at the channel's measured line; the plan charges the
+    hand-overs to the processes' tasks and adds the all-reduce to the epoch (known answers)."""
+    from dynagnn.cost.link import LinkCost
+    from dynagnn.schedule.balance import balance
+    from dynagnn.schedule.stage import transfer_costs
+
+    link = LinkCost(handover=(1e-3, 1e-9), allreduce=(2e-3, 1e-9))
+    transfers = {"state": 4_000_000, "embedding": 2_000_000, "gradients": 1_000_000, "inputs": {3: 0, 4: 500_000}}
+    handover, allreduce_s = transfer_costs(link, transfers)
+    assert handover["state_s"] == pytest.approx(1e-3 + 4e-3) and handover["embedding_s"] == pytest.approx(3e-3)
+    assert handover["inputs_s"] == {"4": pytest.approx(2 * 1e-3 + 8e-9 + 5e-4)}  # the size message, then the inputs
+    assert allreduce_s == pytest.approx((2e-3 + 1e-3) + (2e-3 + 8e-9))  # the gradients, then the loss
+    assert transfer_costs(None, transfers) == (None, 0.0) and transfer_costs(link, None) == (None, 0.0)
+
+    fwd, bwd = np.full(6, 0.1), np.full(6, 0.2)
+    free = build_plan(fwd, bwd, group_len=3, num_workers=1, dataset="d", model="m", groups=[3, 4])
+    plan = build_plan(fwd, bwd, group_len=3, num_workers=1, dataset="d", model="m", groups=[3, 4],
+                      handover=handover, allreduce_s=allreduce_s)
+    proc = plan.processes[0]
+    again = balance(fwd, bwd, 3, [3, 4], handover=handover)
+    assert proc.splits.tolist() == again.splits.tolist() and proc.makespan == again.makespan
+    # every group hands its state over and its gradient back: 4 receipts of state_s, plus group 4's inputs
+    assert proc.busy.sum() == pytest.approx(free.processes[0].busy.sum() + 4 * handover["state_s"]
+                                            + handover["inputs_s"]["4"])
+    s = plan.summary()
+    assert s["epoch_time"] == pytest.approx(proc.makespan + allreduce_s) and s["allreduce_time"] == allreduce_s
+    assert free.summary()["epoch_time"] == free.processes[0].makespan
+    assert SchedulePlan.from_json(plan.to_json()).summary()["epoch_time"] == s["epoch_time"]  # kept in meta

@@ -319,3 +319,20 @@ def test_steps_when_steps_outnumber_a_workers_groups():
     assert all(sum(g in w for g in st) <= 1 for st in steps for w in s.order)
     for w in s.order:
         assert [g for st in steps for g in st if g in w] == w
+
+
+def test_transfer_bytes_of_a_step(store):
+    """What the plan charges the channel for: WD-GCN's state (h, c) and embedding h, every
+    parameter's gradient (the model's and the link head's), each window's loss inputs (int64)."""
+    from dynagnn.train.strategies.group import transfer_bytes
+    from dynagnn.train.tasks import make_task
+
+    st = open_store(store)
+    ends = training_ends(st, WINDOW)
+    got = transfer_bytes(st, "wdgcn", HIDDEN, ends)
+    n, f, h = st.num_nodes, st.feature_dim(), HIDDEN
+    assert got["state"] == 2 * n * h * 4 and got["embedding"] == n * h * 4
+    task = make_task("auto", st, 0)
+    head = sum(p.numel() for p in task.head(h).parameters())
+    assert got["gradients"] == (f * h + h + 4 * h * (h + h) + 8 * h + head) * 4  # GCN W, b; LSTM W_ih, W_hh, biases
+    assert task.prepares_inputs and got["inputs"] == {t: 3 * task.loss_inputs(t, 0).shape[1] * 8 for t in ends}

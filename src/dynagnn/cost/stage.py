@@ -10,7 +10,10 @@
   dense operator acts on all N rows of the store (the engine's tensors are ``[N, F]`` for every
   snapshot), and the graph operator on ``nnz = edges + N`` (with the self-loops).
 
-Only the operators the models need are profiled (all of them when no model is named).
+Only the operators the models need are profiled (all of them when no model is named). With ``link``
+(the default) the channel between a worker's two processes is timed too (:mod:`.link`: the
+hand-over and the all-reduce, two gloo processes, a few seconds) and its fitted costs kept in the
+predictor's ``meta["link"]``, which the schedule stage charges for BLAD's hand-overs and all-reduce.
 """
 
 from __future__ import annotations
@@ -82,10 +85,23 @@ def stage_grid(kind: str, *, stores: Sequence = (), widths: Sequence[int] | None
     return g
 
 
+def fit_link_into(pred: Predictor, repeats: int = 5) -> Predictor:
+    """Time the co-located channel (:func:`~dynagnn.cost.link.profile_link`) and keep its fitted
+    costs in ``pred.meta["link"]``; returns ``pred``."""
+    from .link import fit_link, profile_link
+
+    cost = fit_link(profile_link(repeats=repeats))
+    pred.meta["link"] = cost.to_dict()
+    log.info("co-located channel: hand-over %.3f ms + %.3f ms/MiB, all-reduce %.3f ms + %.3f ms/MiB",
+             1e3 * cost.handover[0], 2**20 * 1e3 * cost.handover[1], 1e3 * cost.allreduce[0],
+             2**20 * 1e3 * cost.allreduce[1])
+    return pred
+
+
 def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto", stores: Sequence = (),
                   widths: Sequence[int] | None = None, models: Sequence[str] | None = None,
                   hidden: Sequence[int] = (32,), threads: int | None = None, repeats: int = 5, warmup: int = 2,
-                  seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, Predictor, pd.DataFrame]:
+                  seed: int = 0, progress: bool = True, link: bool = True) -> tuple[pd.DataFrame, Predictor, pd.DataFrame]:
     """Profile, fit and write ``profile.parquet`` and ``predictor.json`` in ``out_dir``; returns (profile
     table, predictor, held-out table: what ``report.figures.predicted_vs_measured`` draws)."""
     out_dir = Path(out_dir)
@@ -97,6 +113,8 @@ def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto
                            threads=threads)
     seconds = time.perf_counter() - t0
     pred = fit(df, seed=seed, source=str(out_dir / "profile.parquet"))
+    if link:
+        fit_link_into(pred, repeats=repeats)
     pred.meta.update({"grid": grid, "vertices": list(map(int, g.vertices)), "degrees": list(map(float, g.degrees)),
                       "widths": list(map(int, g.widths)), "operators": list(g.operators),
                       "stores": [str(s) for s in stores], "profile_seconds": round(seconds, 3)})

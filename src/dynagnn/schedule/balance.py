@@ -14,7 +14,10 @@ three tasks:
     BA_i  on p1: backward of snapshots 1..p_i               c_i = sum_{j<=p_i} b(i, j)
 
 with the dependencies FA_i -> Q_i (p1 hands the hidden state over) and Q_i -> BA_i (p2 hands the
-gradient back); hand-over inside one device is taken as free (BLAD: "negligible"). Each process
+gradient back). BLAD takes the hand-over as free ("negligible"); here it may cost the receiver
+the time to take the message (``recv``, from the measured channel, :mod:`dynagnn.cost.link`): p2's
+receipt of the state (or, at split k, the last embedding) and of the loss's inputs is added to q_i,
+p1's receipt of the gradient to c_i, each depending on the split (:func:`receive_costs`). Each process
 runs one task at a time, without pre-emption, as soon as its next task is ready:
 
 * p2 serves hand-overs first in, first out: Q_1, Q_2, ..., Q_m.
@@ -99,31 +102,61 @@ def split_range(group_len: int, lo: int | None = None, hi: int | None = None) ->
     return lo, hi
 
 
-def task_times(splits, l, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(a, c, q) per group for the given splits: p1 forward, p1 backward, p2 forward + backward."""
+def receive_costs(m: int, columns: int, group_len: int, state_s: float = 0.0, embedding_s: float = 0.0,
+                  inputs_s=None) -> tuple[np.ndarray, np.ndarray]:
+    """(rq, rc) float64 [m, columns + 1]: the seconds p2 and p1 spend receiving, for every split
+    value p = 0..columns of each of m groups (``columns``: the cost table's width, group_len, + 1
+    with the head column). At 0 < p < group_len p2 receives the state (``state_s``) and p1 its
+    gradient (the same bytes); at p >= group_len both the last embedding (``embedding_s``); at p = 0
+    there is no hand-over. ``inputs_s`` [m] (or a number): the loss's inputs p1 prepares and p2
+    receives, whatever the split."""
+    p = np.arange(columns + 1)
+    hand = np.where(p == 0, 0.0, np.where(p >= group_len, float(embedding_s), float(state_s)))
+    inputs = np.broadcast_to(np.asarray(0.0 if inputs_s is None else inputs_s, dtype=np.float64), (m,))
+    rc = np.broadcast_to(hand, (m, columns + 1)).copy()
+    rq = rc + inputs[:, None]
+    if (rq < 0).any() or not np.isfinite(rq).all():
+        raise ConfigError("hand-over costs: expected finite, non-negative seconds")
+    return rq, rc
+
+
+def _recv(recv, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if recv is None:
+        return np.zeros((m, k + 1)), np.zeros((m, k + 1))
+    rq, rc = (np.asarray(x, dtype=np.float64) for x in recv)
+    if rq.shape != (m, k + 1) or rc.shape != (m, k + 1):
+        raise ConfigError(f"receive costs: expected two [{m}, {k + 1}] arrays, got {rq.shape} and {rc.shape}")
+    return rq, rc
+
+
+def task_times(splits, l, b, recv=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, c, q) per group for the given splits: p1 forward, p1 backward (with its receipt of the
+    gradient), p2 forward + backward (with its receipts); ``recv``: :func:`receive_costs` or None."""
     l, b = _costs(l, b)
     p = np.asarray(splits, dtype=np.int64)
     m, k = l.shape
     if p.shape != (m,) or (p < 0).any() or (p > k).any():
         raise ConfigError(f"splits: expected {m} integers in 0..{k}, got {p.tolist()}")
+    rq, rc = _recv(recv, m, k)
     cl = np.concatenate([np.zeros((m, 1)), np.cumsum(l, axis=1)], axis=1)
     cb = np.concatenate([np.zeros((m, 1)), np.cumsum(b, axis=1)], axis=1)
     r = np.arange(m)
     a, c = cl[r, p], cb[r, p]
-    q = cl[:, -1] + cb[:, -1] - a - c
-    return a, c, q
+    q = cl[:, -1] + cb[:, -1] - a - c + rq[r, p]
+    return a, c + rc[r, p], q
 
 
-def simulate(splits, l, b, trace: list | None = None) -> float:
+def simulate(splits, l, b, trace: list | None = None, recv=None) -> float:
     """Event-by-event simulation of the two-process pipeline (module docstring); returns the makespan.
 
     splits: int [m] (p_i) or a BalancePlan; l, b: float [m, k] seconds. If ``trace`` is a list,
     one dict per task is appended: proc ("p1"/"p2"), task ("FA", "Q", "BA"), group (0-based),
-    start, end, and wait (for BA: time p1 sat idle waiting for the gradient).
+    start, end, and wait (for BA: time p1 sat idle waiting for the gradient). ``recv``: see
+    :func:`task_times`.
     """
     if isinstance(splits, BalancePlan):
         splits = splits.splits
-    a, c, q = task_times(splits, l, b)
+    a, c, q = task_times(splits, l, b, recv)
     m = a.size
     events: list = []
     seq = itertools.count()
@@ -183,11 +216,11 @@ def simulate(splits, l, b, trace: list | None = None) -> float:
     return float(now)
 
 
-def makespan(splits, l, b) -> float:
+def makespan(splits, l, b, recv=None) -> float:
     """Closed form (*) of the simulated makespan: a_1 + sum_i max(c_{i-1} + a_{i+1}, q_i) + c_m."""
     if isinstance(splits, BalancePlan):
         splits = splits.splits
-    a, c, q = task_times(splits, l, b)
+    a, c, q = task_times(splits, l, b, recv)
     if a.size == 0:
         return 0.0
     c_prev = np.concatenate([[0.0], c[:-1]])
@@ -195,26 +228,28 @@ def makespan(splits, l, b) -> float:
     return float(a[0] + np.maximum(c_prev + a_next, q).sum() + c[-1])
 
 
-def _prefix_tables(l, b, lo, hi):
-    """A, C, Q [m, n]: a_i, c_i, q_i for every allowed split value lo..hi."""
+def _prefix_tables(l, b, lo, hi, recv=None):
+    """A, C, Q [m, n]: a_i, c_i, q_i for every allowed split value lo..hi (receipts included)."""
+    rq, rc = _recv(recv, *l.shape)
     cl = np.concatenate([np.zeros((l.shape[0], 1)), np.cumsum(l, axis=1)], axis=1)
     cb = np.concatenate([np.zeros((b.shape[0], 1)), np.cumsum(b, axis=1)], axis=1)
     A, C = cl[:, lo:hi + 1], cb[:, lo:hi + 1]
-    Q = (cl[:, -1] + cb[:, -1])[:, None] - A - C
-    return A, C, Q
+    Q = (cl[:, -1] + cb[:, -1])[:, None] - A - C + rq[:, lo:hi + 1]
+    return A, C + rc[:, lo:hi + 1], Q
 
 
-def dp_splits(l, b, lo: int | None = None, hi: int | None = None) -> tuple[np.ndarray, float]:
+def dp_splits(l, b, lo: int | None = None, hi: int | None = None, recv=None) -> tuple[np.ndarray, float]:
     """The exact programme over pairs of consecutive splits (module docstring); returns (p [m], makespan).
 
-    l, b: float [m, k]. O(m n^3) with n = hi - lo + 1, vectorised over the n^3 triples per group.
+    l, b: float [m, k]; recv: see :func:`task_times`. O(m n^3) with n = hi - lo + 1, vectorised over
+    the n^3 triples per group.
     """
     l, b = _costs(l, b)
     m, k = l.shape
     lo, hi = split_range(k, lo, hi)
     if m == 0:
         return np.zeros(0, dtype=np.int64), 0.0
-    A, C, Q = _prefix_tables(l, b, lo, hi)
+    A, C, Q = _prefix_tables(l, b, lo, hi, recv)
     if m == 1:
         tot = A[0] + Q[0] + C[0]
         x = int(np.argmin(tot))
@@ -239,7 +274,7 @@ def dp_splits(l, b, lo: int | None = None, hi: int | None = None) -> tuple[np.nd
     return p + lo, float(tot[x, y])
 
 
-def eq2_splits(l, b, lo: int | None = None, hi: int | None = None) -> np.ndarray:
+def eq2_splits(l, b, lo: int | None = None, hi: int | None = None, recv=None) -> np.ndarray:
     """BLAD's printed Eq. 2 (one split per state, period max(a_i + c_{i-1}, q_{i-1})), with the last
     group's tail q_m + c_m added; kept to compare against ``dp_splits`` under ``simulate``."""
     l, b = _costs(l, b)
@@ -247,7 +282,7 @@ def eq2_splits(l, b, lo: int | None = None, hi: int | None = None) -> np.ndarray
     lo, hi = split_range(k, lo, hi)
     if m == 0:
         return np.zeros(0, dtype=np.int64)
-    A, C, Q = _prefix_tables(l, b, lo, hi)
+    A, C, Q = _prefix_tables(l, b, lo, hi, recv)
     opt = A[0].copy()
     back = []
     for i in range(1, m):
@@ -268,15 +303,17 @@ def even_splits(m: int, group_len: int) -> np.ndarray:
     return np.full(m, max(group_len // 2, 1 if group_len >= 2 else 0), dtype=np.int64)
 
 
-def brute_force_splits(l, b, lo: int | None = None, hi: int | None = None, fn=None) -> tuple[np.ndarray, float]:
-    """Minimum of ``fn`` (default ``simulate``) over every split vector; (n^m) evaluations, tests only."""
+def brute_force_splits(l, b, lo: int | None = None, hi: int | None = None, fn=None,
+                       recv=None) -> tuple[np.ndarray, float]:
+    """Minimum of ``fn`` (default ``simulate``) over every split vector; (n^m) evaluations, tests
+    only. With ``recv``, ``fn`` is called as ``fn(p, l, b, recv=recv)``."""
     l, b = _costs(l, b)
     m, k = l.shape
     lo, hi = split_range(k, lo, hi)
     fn = simulate if fn is None else fn
     best, best_p = np.inf, None
     for p in itertools.product(range(lo, hi + 1), repeat=m):
-        v = fn(p, l, b)
+        v = fn(p, l, b) if recv is None else fn(p, l, b, recv=recv)
         if v < best:
             best, best_p = v, np.array(p)
     return best_p, float(best)
@@ -313,7 +350,7 @@ class BalancePlan:
 
 
 def balance(fwd, bwd, group_len: int, groups, method: str = "dp", lo: int | None = None,
-            hi: int | None = None, tail: dict | None = None) -> BalancePlan:
+            hi: int | None = None, tail: dict | None = None, handover: dict | None = None) -> BalancePlan:
     """Split one worker's groups between its two processes.
 
     fwd, bwd: float [T] per-snapshot predicted seconds; groups: group ids (last snapshot index) in
@@ -321,22 +358,29 @@ def balance(fwd, bwd, group_len: int, groups, method: str = "dp", lo: int | None
     "even" (BLAD-Even); tail: {group id: seconds of the loss and head after its last snapshot}.
     With a tail, the head is a pseudo-snapshot k+1 that p2 always runs, and splits range over 1..k
     by default: p1 may run a whole group forward and hand p2 only the head (the last embedding
-    instead of the state), which balances a task whose head outweighs a snapshot.
+    instead of the state), which balances a task whose head outweighs a snapshot. handover:
+    {"state_s", "embedding_s": seconds of receiving the state or the last embedding, "inputs_s":
+    {group id: seconds of receiving its loss's inputs}} (:func:`receive_costs`), or None (free).
     """
     from .groups import group_costs
 
     groups = [int(g) for g in groups]
     head = bool(tail) and group_len >= 2
     l, b = group_costs(fwd, bwd, group_len, groups, tail, head_column=head)
+    recv = None
+    if handover:
+        inputs = handover.get("inputs_s") or {}
+        recv = receive_costs(len(groups), l.shape[1], group_len, handover.get("state_s", 0.0),
+                             handover.get("embedding_s", 0.0), [inputs.get(g, inputs.get(str(g), 0.0)) for g in groups])
     if head and hi is None:
         hi = group_len
     if method == "dp":
-        p, _ = dp_splits(l, b, lo, hi)
+        p, _ = dp_splits(l, b, lo, hi, recv)
     elif method == "eq2":
-        p = eq2_splits(l, b, lo, hi)
+        p = eq2_splits(l, b, lo, hi, recv)
     elif method == "even":
         p = even_splits(len(groups), group_len)
     else:
         raise ConfigError(f"balance method: expected 'dp', 'eq2' or 'even', got {method!r}")
-    a, c, q = task_times(p, l, b)
-    return BalancePlan(method, group_len, groups, p, makespan(p, l, b), np.array([a.sum() + c.sum(), q.sum()]))
+    a, c, q = task_times(p, l, b, recv)
+    return BalancePlan(method, group_len, groups, p, makespan(p, l, b, recv), np.array([a.sum() + c.sum(), q.sum()]))

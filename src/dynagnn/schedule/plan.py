@@ -44,16 +44,25 @@ class SchedulePlan:
     def num_workers(self) -> int:
         return self.groups.num_workers
 
+    @property
+    def allreduce_s(self) -> float:
+        """Predicted seconds of the all-reduces that end the plan's step (the gradients and the
+        loss; ``meta["allreduce_s"]``, from the measured channel; 0 when the plan has none)."""
+        return float(self.meta.get("allreduce_s", 0.0) or 0.0)
+
     def summary(self) -> dict:
         """Predicted figures: per-worker loads and pipeline makespans, imbalance (max/mean) and the
-        synchronisation share, for the plan and its baseline."""
+        synchronisation share, for the plan and its baseline. ``epoch_time``: the slowest worker's
+        pipeline makespan plus the step's all-reduces (:attr:`allreduce_s`); the plan's epoch is
+        one step (BLAD's batch: every group)."""
         mk = np.array([p.makespan for p in self.processes])
         mk0 = np.array([p.makespan for p in self.baseline_processes])
         out = {"worker_loads": self.groups.loads.tolist(), "imbalance": imbalance(self.groups.loads),
                "baseline_worker_loads": self.baseline_groups.loads.tolist(),
                "baseline_imbalance": imbalance(self.baseline_groups.loads),
                "worker_makespans": mk.tolist(), "baseline_worker_makespans": mk0.tolist(),
-               "epoch_time": float(mk.max()), "baseline_epoch_time": float(mk0.max()),
+               "epoch_time": float(mk.max()) + self.allreduce_s, "baseline_epoch_time": float(mk0.max()) + self.allreduce_s,
+               "allreduce_time": self.allreduce_s,
                "sync_fraction": sync_fraction(mk), "baseline_sync_fraction": sync_fraction(mk0),
                "sync_ratio": sync_ratio(mk), "baseline_sync_ratio": sync_ratio(mk0),
                "process_idle_fraction": [p.idle_fraction for p in self.processes],
@@ -151,7 +160,7 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
                strategy: str = "contiguous", balance_method: str = "dp", layer_times=None,
                operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
                store_checksum: str | None = None, meta: dict | None = None, groups=None,
-               tail: dict | None = None) -> SchedulePlan:
+               tail: dict | None = None, handover: dict | None = None, allreduce_s: float = 0.0) -> SchedulePlan:
     """Plan BLAD's two levels from per-snapshot predicted times.
 
     fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
@@ -166,14 +175,18 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     tuner: an already computed ``tune_frames`` result to record. groups: the group ids (target
     snapshots) to plan, default all; the train stage plans only its training windows. tail: {group
     id: seconds of the task's loss and head after the group's last snapshot}, which p2 runs.
+    handover: the seconds each process spends receiving its partner's hand-overs
+    (:func:`dynagnn.schedule.balance.balance`); allreduce_s: seconds of the step's all-reduces, added
+    to the predicted epoch. Both are kept in ``meta`` (a re-plan reuses them).
     """
     ids = groups
+    meta = {**(meta or {}), "handover": handover, "allreduce_s": float(allreduce_s)}
     groups = plan_groups(fwd, bwd, group_len, num_workers, strategy, ids, tail)
-    processes = [balance(fwd, bwd, group_len, w, balance_method, tail=tail) for w in groups.workers]
+    processes = [balance(fwd, bwd, group_len, w, balance_method, tail=tail, handover=handover) for w in groups.workers]
     base = plan_groups(fwd, bwd, group_len, num_workers, "even", ids, tail)
-    base_proc = [balance(fwd, bwd, group_len, w, "even", tail=tail) for w in base.workers]
+    base_proc = [balance(fwd, bwd, group_len, w, "even", tail=tail, handover=handover) for w in base.workers]
     ops = None
     if layer_times is not None:
         ops = plan_operators_batch(*process_layer_times(processes, group_len, layer_times), operator_method)
     return SchedulePlan(dataset, model, group_len, groups, processes, base, base_proc, ops, tuner,
-                        store_checksum, dict(meta or {}))
+                        store_checksum, meta)

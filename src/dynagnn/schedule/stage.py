@@ -134,16 +134,37 @@ def layer_times(breakdown: pd.DataFrame, calls) -> tuple[np.ndarray, np.ndarray,
     return agg, upd, rnn
 
 
+def transfer_costs(link, transfers: dict | None) -> tuple[dict | None, float]:
+    """(handover, allreduce_s) for :func:`~dynagnn.schedule.plan.build_plan` from the bytes a step
+    moves and the measured channel (:class:`~dynagnn.cost.link.LinkCost`; None: free, 0).
+
+    transfers: {"state", "embedding": bytes of one hand-over of the recurrent state or of the last
+    embedding (its gradient goes back, the same bytes), "gradients": bytes all-reduced per step,
+    "inputs": {group id: bytes of its loss's inputs}} (one more 8-byte message gives their size;
+    the loss, one float64, is all-reduced too)."""
+    if link is None or not transfers:
+        return None, 0.0
+    hand = lambda n: float(link.seconds("handover", n))  # noqa: E731
+    inputs = {str(g): hand(8) + hand(n) for g, n in (transfers.get("inputs") or {}).items() if n}
+    handover = {"state_s": hand(transfers.get("state", 0)), "embedding_s": hand(transfers.get("embedding", 0)),
+                "inputs_s": inputs}
+    return handover, float(link.seconds("allreduce", transfers.get("gradients", 0)) + link.seconds("allreduce", 8))
+
+
 def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, hidden: int = 32,
                stats: str | Path | None = None, overlap: str | Path | None = None, strategy: str = "contiguous",
                balance_method: str = "dp", memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
-               predictor_source: str = "", tail: dict | None = None) -> SchedulePlan:
+               predictor_source: str = "", tail: dict | None = None, transfers: dict | None = None) -> SchedulePlan:
     """The plan of an open store from a loaded :class:`~dynagnn.cost.predictor.Predictor` (module
     docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all;
     ``tail``: {group id: seconds of the task's loss and head, or (lead, tail) seconds when p1
     prepares the loss's inputs} (the cost model has no operator for
-    them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`).
+    them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`);
+    ``transfers``: the bytes a step moves (:func:`transfer_costs`;
+    :func:`dynagnn.train.strategies.group.transfer_bytes`), charged at the predictor's measured
+    channel costs when it has them (``meta["link"]``).
     What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
+    from ..cost.link import LinkCost
     from ..cost.models import model_calls
 
     calls = model_calls(model, store.feature_dim(), hidden)
@@ -166,18 +187,21 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
             "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap),
             "groups": "all" if groups is None else [int(g) for g in groups],
             "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
-                             for g, v in (tail or {}).items()}}
+                             for g, v in (tail or {}).items()},
+            "transfers_bytes": None if transfers is None else
+            {k: ({str(g): int(n) for g, n in v.items()} if isinstance(v, dict) else int(v)) for k, v in transfers.items()}}
+    handover, allreduce_s = transfer_costs(LinkCost.of(predictor), transfers)
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
                       balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,
-                      meta=meta, groups=groups, tail=tail)
+                      meta=meta, groups=groups, tail=tail, handover=handover, allreduce_s=allreduce_s)
 
 
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",
                    memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None, tail: dict | None = None,
-                   out: str | Path | None = None) -> SchedulePlan:
+                   transfers: dict | None = None, out: str | Path | None = None) -> SchedulePlan:
     """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
     groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises
     CostError (the predictor lacks an operator the model needs), ConfigError (more workers than
@@ -188,7 +212,7 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     plan = plan_store(open_store(store_path), Predictor.load(predictor_path), model=model, workers=workers,
                       window=window, hidden=hidden, stats=stats, overlap=overlap, strategy=strategy,
                       balance_method=balance_method, memory_bytes=memory_bytes, groups=groups,
-                      predictor_source=str(predictor_path), tail=tail)
+                      predictor_source=str(predictor_path), tail=tail, transfers=transfers)
     if out is not None:
         plan.save(out)
     return plan

@@ -119,6 +119,30 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
         torch.set_num_threads(before)
 
 
+def transfer_bytes(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto",
+                   seed: int = 0) -> dict:
+    """The bytes a step of the group strategy moves (:func:`dynagnn.schedule.stage.transfer_costs`):
+    one hand-over of the model's recurrent state (every tensor of ``initial_state``, as
+    :meth:`GroupPipeline._flatten` sends it) or of the last embedding [N, out_dim], the gradients
+    all-reduced (the model's and the task head's parameters, float32), and each group's loss
+    inputs when p1 prepares them (int64 [3, E])."""
+    from dynagnn.models import build_model
+    from dynagnn.train.tasks import make_task
+
+    t_ = make_task(task, store, seed)
+    net = build_model(model, store.feature_dim(), hidden)
+    head = t_.head(net.out_dim)
+    with torch.no_grad():
+        leaves, _ = tree_flatten(net.initial_state(store.num_nodes, "cpu"))
+    state = sum(x.numel() for x in leaves) * 4
+    grads = sum(p.numel() for p in [*net.parameters(), *head.parameters()] if p.requires_grad) * 4
+    inputs = {}
+    if t_.prepares_inputs:
+        inputs = {int(t): int(t_.loss_inputs(int(t), 0).numel() * 8) for t in ends}
+    return {"state": int(state), "embedding": int(store.num_nodes * net.out_dim * 4), "gradients": int(grads),
+            "inputs": inputs}
+
+
 def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
     """ConfigError unless ``plan`` is for this worker count and window and covers exactly these
     training windows (a plan of another window, task or split is stale)."""
@@ -149,8 +173,10 @@ def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
     grid = stage_grid("auto", stores=[run.store.path], models=[model], hidden=[hidden])
     pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
     tail = head_costs(run.store, model, hidden, run.train_ends, run.task.name, threads=torch.get_num_threads())
+    # the channel is not timed here: this is a worker process, which cannot start the two it needs
+    transfers = transfer_bytes(run.store, model, hidden, run.train_ends, run.task.name)
     return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
-                      groups=run.train_ends, predictor_source="profiled at start", tail=tail)
+                      groups=run.train_ends, predictor_source="profiled at start", tail=tail, transfers=transfers)
 
 
 class GroupPipeline(Strategy):
@@ -250,7 +276,8 @@ class GroupPipeline(Strategy):
                 fwd, bwd = measured_costs(fwd, bwd, pf, pb)
                 new = build_plan(fwd, bwd, group_len=plan.group_len, num_workers=plan.num_workers,
                                  dataset=plan.dataset, model=plan.model, store_checksum=plan.store_checksum,
-                                 groups=run.train_ends, tail=tail,
+                                 groups=run.train_ends, tail=tail, handover=plan.meta.get("handover"),
+                                 allreduce_s=plan.allreduce_s,
                                  meta={**plan.meta, "replanned_from": f"times measured in epoch {self.measure_epoch}",
                                        "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
                                        "group_tail_s": {str(g): list(v) for g, v in tail.items()}})
