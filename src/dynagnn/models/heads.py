@@ -31,11 +31,14 @@ class LinkPredictor(nn.Module):
         self.mlp = _mlp(2 * dim, hidden or dim, 1)
 
     def forward(self, h: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        # index_select, not h[idx]: the same rows, but its backward is index_add_ rather than
+        # index_put_ with accumulate (measured on CPU, 2,000 x 80 rows, 40,000 pairs: 1.3-1.7x faster)
+        u, v = pairs[0], pairs[1]
         if pairs.shape[1] <= h.shape[0]:
-            return self.mlp(torch.cat([h[pairs[0]], h[pairs[1]]], dim=1)).squeeze(-1)
+            return self.mlp(torch.cat([h.index_select(0, u), h.index_select(0, v)], dim=1)).squeeze(-1)
         first, act, last = self.mlp
         w_u, w_v = first.weight.split(h.shape[1], dim=1)
-        z = (h @ w_u.t())[pairs[0]] + (h @ w_v.t())[pairs[1]] + first.bias
+        z = (h @ w_u.t()).index_select(0, u) + (h @ w_v.t()).index_select(0, v) + first.bias
         return last(act(z)).squeeze(-1)
 
 
