@@ -97,6 +97,7 @@ class TrainConfig:
     memory_partitioner: str = "reflexbicut"
     micro_batches: int | str = 1
     stale_allreduce: bool = False
+    graph_input: str = "xh"
     frame_size: int | None = None
     frame_reuse: str = "on"
     pipeline: str = "auto"
@@ -130,6 +131,8 @@ class TrainConfig:
 
         if self.model in TGNN_MODELS:  # an event model's widths are these, not hidden
             keys.update(memory_dim=self.memory_dim, time_dim=self.time_dim)
+        if self.model == "tgcn" and self.graph_input != "xh":   # T-GCN "x" has other weights than "xh"
+            keys["graph_input"] = self.graph_input
         return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:16]
 
 
