@@ -227,6 +227,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--threads", type=int, help="torch intra-op threads per worker process (default: one "
                                                  "process: torch's choice; several: the cores divided among them)")
     tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
+    tr.add_argument("--graph-input", help="tgcn: xh (default: its gates convolve [X_t ‖ H_{t-1}]) or x (only X_t, "
+                                          "as PyG Temporal's TGCN; frames can reuse Â_t X_t)")
     tr.add_argument("--frame-size", type=int, help="frames strategy (PiPAD): snapshots per frame, S (default: "
                                                     "tuned after a profiling epoch)")
     tr.add_argument("--frame-reuse", help="frames strategy: on (default) or off, the reuse of the first "
@@ -475,7 +477,7 @@ def cmd_schedule(args) -> None:
 TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", "checkpoint_blocks",
                "transfer", "device", "threads", "seed", "workers", "batch_windows", "partitioner",
                "event_batch", "memory_dim", "neighbors",
-               "frame_size", "frame_reuse", "pipeline", "fanouts", "batch_size", "cache_policy", "order", "samplers",
+               "graph_input", "frame_size", "frame_reuse", "pipeline", "fanouts", "batch_size", "cache_policy", "order", "samplers",
                "memory_partitioner", "micro_batches", "stale_allreduce")
 
 
