@@ -139,9 +139,14 @@ class Strategy:
     def build_model(cls, config, in_dim: int) -> torch.nn.Module:
         """The model ``config.model`` of this strategy's family (snapshot models by default) for
         ``in_dim`` input features, on the CPU."""
-        from dynagnn.models import build_model
+        import inspect
 
-        return build_model(config.model, in_dim, config.hidden)
+        from dynagnn.models import build_model, model_class
+
+        kw = {}
+        if "graph_input" in inspect.signature(model_class(config.model)).parameters:   # T-GCN's variant
+            kw["graph_input"] = getattr(config, "graph_input", "xh")
+        return build_model(config.model, in_dim, config.hidden, **kw)
 
     @staticmethod
     def run_options(config) -> dict:
