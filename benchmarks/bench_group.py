@@ -13,7 +13,8 @@ The plans come from a cost model profiled here, with 1 thread (as each process r
 the synchronisation-wait share of the even against the balanced split, the measured operator-overlap
 share of BLAD-NM against BLAD, and the measured epoch against the plan's prediction with, per
 operator, where the prediction is off. ``DYNAGNN_BENCH_GROUP_EPOCHS`` (default 3, the first is
-warm-up) and ``DYNAGNN_BENCH_GROUP_ROUNDS`` (default 1; more are interleaved round by round) set the effort.
+warm-up) and ``DYNAGNN_BENCH_GROUP_ROUNDS`` (default 1; more are interleaved round by round) set the effort;
+``DYNAGNN_BENCH_GROUP_ONLY`` (comma-separated parts of run names, e.g. ``cost-model,even``) runs a few.
 """
 
 from __future__ import annotations
@@ -87,8 +88,11 @@ def _figures(metrics, timings) -> dict:
 
 
 def _predicted_phases(path, predictor, plan) -> dict[str, float]:
-    """The cost model's seconds per epoch by engine phase: forward operators by kind, and backward,
-    summed over every planned group's snapshots (a snapshot once per group it is in)."""
+    """The plan's seconds per epoch by engine phase, both processes together: forward operators by
+    kind, backward, the head (measured ahead, as the plan takes it), and what the processes spend on
+    the channel and waiting: the hand-over receipts, the all-reduce (on both) and the pipeline's idle
+    time (2 makespans less both processes' busy time), which the run records as ``sync_wait`` and
+    ``communication``."""
     from dynagnn.cost.models import model_calls
     from dynagnn.data.store import open_store
 
@@ -112,7 +116,27 @@ def _predicted_phases(path, predictor, plan) -> dict[str, float]:
             continue
         op = ops.get(role)
         out[op if op in ("graph_op", "nn_op") else "rnn"] += seconds  # the rest of a step is timed as rnn
+    hand = plan.meta.get("handover") or {}
+    receipts = 0.0
+    for proc in plan.processes:
+        for g, p in zip(proc.groups, proc.splits):
+            one = hand.get("embedding_s" if p >= WINDOW else "state_s", 0.0)
+            receipts += 2 * one + (hand.get("inputs_s") or {}).get(str(g), 0.0)
+    out["hand-over receipts"] = receipts
+    out["all-reduce"] = 2 * plan.allreduce_s * len(plan.processes)
+    out["pipeline idle"] = float(sum(2 * p.makespan - p.busy.sum() for p in plan.processes))
     return out
+
+
+# measured phases the channel rows of _predicted_phases stand for
+CHANNEL_PHASES = ("sync_wait", "communication")
+
+
+def _selected(runs: dict) -> dict:
+    """The runs ``DYNAGNN_BENCH_GROUP_ONLY`` names (comma-separated substrings; default all): a quick
+    check of a few runs."""
+    only = [x.strip() for x in os.environ.get("DYNAGNN_BENCH_GROUP_ONLY", "").split(",") if x.strip()]
+    return {n: r for n, r in runs.items() if not only or any(x in n for x in only)}
 
 
 def main() -> dict:
@@ -125,7 +149,7 @@ def main() -> dict:
     B = len(training_ends(open_store(path), WINDOW))
     predictor = _predictor(path)
     plans = {P: _plan(path, predictor, P, bench_dir() / f"blad_group-plan-{P}.json") for P in (1, 2)}
-    runs = {  # name: (strategy, workers, threads per process, plan, honest on 2 cores[, replan])
+    runs = _selected({  # name: (strategy, workers, threads per process, plan, honest on 2 cores[, replan])
         "sequential 1x1, 2 threads": ("sequential", 1, 2, None, True),
         "group 1x2": ("group", 1, 1, plans[1], True),
         "group 1x2, cost-model plan": ("group", 1, 1, plans[1], True, False),
@@ -135,7 +159,7 @@ def main() -> dict:
         "snapshot 2x1": ("snapshot", 2, 1, None, True),
         "vertex 2x1": ("vertex", 2, 1, None, True),
         "group 2x2": ("group", 2, 1, plans[2], False),
-    }
+    })
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(rounds):  # round-robin, so a noisy neighbour slows every run alike
         for name, (strategy, P, threads, plan, _, *replan) in runs.items():
@@ -144,6 +168,7 @@ def main() -> dict:
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("epoch_s", "sync_share", "overlap_share", "loss")}
            for name, rs in results.items()}
 
+    s = plans[1].summary()
     print(f"\n== BLAD group strategy: {MODEL}, hidden {HIDDEN}, window {WINDOW}, blad_group "
           f"(per-snapshot edges vary {_variation(path):.1f}x), B = {B} (one step per epoch); medians of "
           f"{rounds} rounds × {epochs - WARMUP} epochs after {WARMUP} warm-up epochs")
@@ -153,42 +178,60 @@ def main() -> dict:
         print(f"  {name:<28s} {f['epoch_s']:8.3f} {f['sync_share']:10.1%} {f['overlap_share']:8.1%} "
               f"{f['loss']:11.5f}{flag}")
     e = {n: f["epoch_s"] for n, f in med.items()}
-    print(f"  group 1x2 vs sequential (2 threads):  {e['sequential 1x1, 2 threads'] / e['group 1x2']:.2f}x")
-    print(f"  group 1x2 vs snapshot 2x1 (ESDG):     {e['snapshot 2x1'] / e['group 1x2']:.2f}x   (paper: 1.27x at 2 GPUs)")
-    print(f"  group 1x2 vs vertex 2x1:              {e['vertex 2x1'] / e['group 1x2']:.2f}x   (paper: 1.79x)")
-    print(f"  group_frames 1x2 vs group 1x2:        {e['group 1x2'] / e['group_frames 1x2']:.2f}x   (BLAD x PiPAD)")
-    print(f"  group 2x2 vs snapshot 2x1:            {e['snapshot 2x1'] / e['group 2x2']:.2f}x   (oversubscribed)")
-    print(f"  group 2x2 vs vertex 2x1:              {e['vertex 2x1'] / e['group 2x2']:.2f}x   (oversubscribed)")
-    print(f"  sync-wait share, even -> balanced split (1x2): {med['blad_even 1x2']['sync_share']:.1%} -> "
-          f"{med['blad_nm 1x2']['sync_share']:.1%}   (paper: 31.4% -> 16.7%)")
-    print(f"  operator overlap, BLAD-NM -> BLAD (1x2): {med['blad_nm 1x2']['overlap_share']:.1%} -> "
-          f"{med['group 1x2']['overlap_share']:.1%}   (paper: 15.5% -> 35.9%; plan: "
-          f"{plans[1].summary()['default_overlap_fraction']:.1%} -> {plans[1].summary().get('overlap_fraction', 0):.1%})")
+
+    def ratio(label, a, b, note=""):
+        if a in e and b in e:
+            print(f"  {label:<38s}{e[a] / e[b]:.2f}x{note}")
+
+    ratio("group 1x2 vs sequential (2 threads):", "sequential 1x1, 2 threads", "group 1x2")
+    ratio("group 1x2 vs snapshot 2x1 (ESDG):", "snapshot 2x1", "group 1x2", "   (paper: 1.27x at 2 GPUs)")
+    ratio("group 1x2 vs vertex 2x1:", "vertex 2x1", "group 1x2", "   (paper: 1.79x)")
+    ratio("group_frames 1x2 vs group 1x2:", "group 1x2", "group_frames 1x2", "   (BLAD x PiPAD)")
+    ratio("group 2x2 vs snapshot 2x1:", "snapshot 2x1", "group 2x2", "   (oversubscribed)")
+    ratio("group 2x2 vs vertex 2x1:", "vertex 2x1", "group 2x2", "   (oversubscribed)")
+    if "blad_even 1x2" in med and "blad_nm 1x2" in med:
+        print(f"  sync-wait share, even -> balanced split (1x2): {med['blad_even 1x2']['sync_share']:.1%} -> "
+              f"{med['blad_nm 1x2']['sync_share']:.1%} (blad_nm), "
+              f"{med.get('group 1x2', {}).get('sync_share', float('nan')):.1%} (group)   (paper: 31.4% -> 16.7%; "
+              f"plan's pipeline idle: {s['baseline_process_idle_fraction'][0]:.1%} -> {s['process_idle_fraction'][0]:.1%})")
+    if "blad_nm 1x2" in med and "group 1x2" in med:
+        print(f"  operator overlap, BLAD-NM -> BLAD (1x2): {med['blad_nm 1x2']['overlap_share']:.1%} -> "
+              f"{med['group 1x2']['overlap_share']:.1%}   (paper: 15.5% -> 35.9%; plan: "
+              f"{s['default_overlap_fraction']:.1%} -> {s.get('overlap_fraction', 0):.1%})")
 
     # the cost model end to end: the plan's makespan against the measured epoch, then by phase
-    s = plans[1].summary()
-    measured = e["group 1x2, cost-model plan"]
-    print(f"  cost model's plan: predicted epoch (1x2 pipeline makespan) {s['epoch_time']:.3f}s, measured "
-          f"{measured:.3f}s (run by that plan throughout): error {measured / s['epoch_time'] - 1:+.1%}")
-    measured = e["group 1x2"]
-    replanned = statistics.median(r["planned_epoch_s"] for r in results["group 1x2"])
-    print(f"  re-planned from the second epoch's measured times: predicted {replanned:.3f}s, measured {measured:.3f}s: "
-          f"error {measured / replanned - 1:+.1%}")
-    pred = _predicted_phases(path, predictor, plans[1])
-    got = pd.DataFrame([r["phases"] for r in results["group 1x2, cost-model plan"]]).median()
-    print(f"  {'phase (both processes)':<24s} {'predicted s':>12s} {'measured s':>11s} {'error':>8s}")
-    for phase, p in pred.items():
-        g = float(got.get(phase, 0.0))
-        print(f"  {phase:<24s} {p:12.3f} {g:11.3f} {g / p - 1 if p else float('nan'):+8.1%}")
-    rest = float(got.drop(labels=list(pred), errors="ignore").sum())
-    print(f"  {'not modelled (sync, comm, other)':<24s} {0.0:12.3f} {rest:11.3f}")
-    per_rank = results["group 1x2"][0]["per_rank"]
-    print("  group 1x2 by process (s per epoch; 'head' is the task's loss, its negative sampling and the "
-          "head, forward and backward, which run on p2 and which the plan takes from head_costs, not "
-          "from the cost model):")
-    print("  " + per_rank.rename(index={0: "p1", 1: "p2"}).round(3).to_string().replace("\n", "\n  "))
-    return {"medians": med, "plan": s, "predicted_phases": pred, "measured_phases": got.to_dict(),
-            "per_process": per_rank.to_dict()}
+    out = {"medians": med, "plan": s}
+    if "group 1x2, cost-model plan" in e:
+        measured = e["group 1x2, cost-model plan"]
+        print(f"  cost model's plan: predicted epoch (1x2 pipeline makespan {s['epoch_time'] - s['allreduce_time']:.3f}s "
+              f"+ all-reduce {s['allreduce_time']:.3f}s) {s['epoch_time']:.3f}s, measured {measured:.3f}s (run by that "
+              f"plan throughout): error {measured / s['epoch_time'] - 1:+.1%}")
+        pred = _predicted_phases(path, predictor, plans[1])
+        got = pd.DataFrame([r["phases"] for r in results["group 1x2, cost-model plan"]]).median()
+        print(f"  {'phase (both processes)':<34s} {'predicted s':>12s} {'measured s':>11s} {'error':>8s}")
+        for phase in ("graph_op", "nn_op", "rnn", "backward", "head"):
+            p, g = pred[phase], float(got.get(phase, 0.0))
+            print(f"  {phase:<34s} {p:12.3f} {g:11.3f} {g / p - 1 if p else float('nan'):+8.1%}")
+        chan = {k: pred[k] for k in ("hand-over receipts", "all-reduce", "pipeline idle")}
+        g = float(sum(got.get(k, 0.0) for k in CHANNEL_PHASES))
+        p = sum(chan.values())
+        print(f"  {'receipts + all-reduce + idle':<34s} {p:12.3f} {g:11.3f} {g / p - 1 if p else float('nan'):+8.1%}"
+              f"   (predicted {', '.join(f'{k} {v:.3f}' for k, v in chan.items())}; measured sync_wait + communication)")
+        rest = float(got.drop(labels=[*pred, *CHANNEL_PHASES], errors="ignore").sum())
+        print(f"  {'not modelled (other, optimizer, ...)':<34s} {0.0:12.3f} {rest:11.3f}")
+        out.update(predicted_phases=pred, measured_phases=got.to_dict())
+    if "group 1x2" in e:
+        measured = e["group 1x2"]
+        replanned = statistics.median(r["planned_epoch_s"] for r in results["group 1x2"])
+        print(f"  re-planned from the second epoch's measured times: predicted {replanned:.3f}s, measured "
+              f"{measured:.3f}s: error {measured / replanned - 1:+.1%}")
+        per_rank = results["group 1x2"][0]["per_rank"]
+        print("  group 1x2 by process (s per epoch; 'head' is the task's loss, its negative sampling and the "
+              "head, forward and backward, which run on p2 and which the plan takes from head_costs, not "
+              "from the cost model):")
+        print("  " + per_rank.rename(index={0: "p1", 1: "p2"}).round(3).to_string().replace("\n", "\n  "))
+        out["per_process"] = per_rank.to_dict()
+    return out
 
 
 def _variation(path) -> float:

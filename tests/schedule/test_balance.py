@@ -176,3 +176,49 @@ def test_an_expensive_state_hand_over_moves_the_split_to_the_head():
     assert plan.splits.tolist() == [2] and plan.makespan == 3.0
     plan = balance([1.0, 1.0], [0.0, 0.0], 2, [1], tail={1: 1.0}, handover={"state_s": 0.5, "embedding_s": 4.0})
     assert plan.splits.tolist() == [1] and plan.makespan == 3.0 + 2 * 0.5 and plan.busy.tolist() == [1.5, 2.5]
+
+
+def test_a_deeper_queue_in_the_hand_example():
+    # three groups of 2 snapshots, split 1|1, l = 1, b = 2: at depth 3 p1 runs FA0, FA1, FA2 before
+    # any backward. p2: Q0 [1,4], Q1 [4,7], Q2 [7,10]; p1: BA0 [4,6], BA1 [7,9], BA2 [10,12]
+    l, b = np.ones((3, 2)), 2 * np.ones((3, 2))
+    trace = []
+    assert simulate([1, 1, 1], l, b, trace, depth=3) == 12.0 == makespan([1, 1, 1], l, b, depth=3)
+    p1 = [(e["task"], e["group"], e["start"]) for e in sorted(trace, key=lambda e: e["start"]) if e["proc"] == "p1"]
+    assert p1 == [("FA", 0, 0.0), ("FA", 1, 1.0), ("FA", 2, 2.0), ("BA", 0, 4.0), ("BA", 1, 7.0), ("BA", 2, 10.0)]
+    # at depth 2 FA2 waits for BA0: p1 runs FA0, FA1, BA0 [4,6], FA2 [6,7]; Q2 [7,10], BA1 [7,9], BA2 [10,12]
+    assert simulate([1, 1, 1], l, b, depth=2) == 12.0 == makespan([1, 1, 1], l, b)
+    with pytest.raises(ConfigError, match="depth"):
+        simulate([1, 1, 1], l, b, depth=0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_descent_at_depth_is_a_local_optimum_no_worse_than_the_programme(seed):
+    from dynagnn.schedule.balance import descend_splits
+
+    l, b = random_costs(seed + 300, T=12, k=3)
+    m, k = l.shape
+    start, _ = dp_splits(l, b)
+    for depth in (3, 4):
+        p, v = descend_splits(start, l, b, depth=depth)
+        assert v == pytest.approx(simulate(p, l, b, depth=depth)) and v <= simulate(start, l, b, depth=depth) + 1e-12
+        for i in range(m):  # no single split moves it lower
+            for x in range(1, k):
+                q = p.copy()
+                q[i] = x
+                assert simulate(q, l, b, depth=depth) >= v - 1e-9
+    # the queue never holds more than the depth: at most depth forwards ahead of the oldest backward
+    trace = []
+    simulate(p, l, b, trace, depth=4)
+    events = sorted(trace, key=lambda e: (e["start"], e["task"] != "BA"))
+    held = peak = 0
+    for e in (e for e in events if e["proc"] == "p1"):
+        held += 1 if e["task"] == "FA" else -1
+        peak = max(peak, held)
+    assert peak == min(4, m)
+    plan = balance(np.exp(np.arange(12) % 5), np.ones(12), 3, list(range(2, 12)), depth=4)
+    assert plan.depth == 4 and plan.makespan == pytest.approx(simulate(plan.splits, *group_costs(
+        np.exp(np.arange(12) % 5), np.ones(12), 3, list(range(2, 12))), depth=4))
+    from dynagnn.schedule.balance import BalancePlan
+
+    assert BalancePlan.from_dict(plan.to_dict()).depth == 4

@@ -39,11 +39,11 @@ def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("group") / "link.zarr", num_snapshots=12)
 
 
-def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None, tail=None):
+def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None, tail=None, depth=PIPELINE_DEPTH):
     """A plan from random per-snapshot and per-layer times (what the cost model would predict):
     uneven loads, so the balanced and even plans differ and some layers get reordered. Its meta
     records the per-snapshot predictions, as the schedule stage's do. ``tail``: each group's head
-    seconds (p2's alone)."""
+    seconds (p2's alone); ``depth``: p1's queue bound."""
     st = open_store(store_path)
     rng = np.random.default_rng(seed)
     T, L = st.num_snapshots, LAYERS[model]
@@ -52,7 +52,8 @@ def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None
     ends = training_ends(st, window) if ends is None else ends
     plan = build_plan(fwd, 2 * fwd, group_len=window, num_workers=workers, dataset=st.attrs["name"], model=model,
                       layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends, tail=tail,
-                      meta={"snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": (2 * fwd).tolist()})
+                      meta={"snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": (2 * fwd).tolist()},
+                      depth=depth)
     plan.save(path)
     return plan
 
@@ -96,7 +97,7 @@ def test_group_step_equals_sequential(store, tmp_path, workers):
     cases, plans = {}, {}
     for m in MODELS:
         path = tmp_path / f"{m}.json"
-        plans[m] = make_plan(store, m, workers, path)
+        plans[m] = make_plan(store, m, workers, path, depth=3 if m == "tgcn" else PIPELINE_DEPTH)
         cases[(m, "group")] = (m, "group", str(path), ends)
     cases[("wdgcn", "blad_even")] = ("wdgcn", "blad_even", str(tmp_path / "wdgcn.json"), ends)
     cases[("tgcn", "blad_nm")] = ("tgcn", "blad_nm", str(tmp_path / "tgcn.json"), ends[2:5])
@@ -115,8 +116,9 @@ def test_group_step_equals_sequential(store, tmp_path, workers):
             plan = plans[m]
             groups = (plan.baseline_groups if s == "blad_even" else plan.groups).workers[rank // 2]
             mine = [g for g in e if g in groups]
-            if rank % 2 == 0:  # p1's queue: full pipeline depth when it has two groups, never more
-                assert res[key][2] == min(PIPELINE_DEPTH, len(mine))
+            if rank % 2 == 0:  # p1's queue: the plan's depth (2, or 3 for tgcn's) when it has the groups, never more
+                assert plan.depth == (3 if m == "tgcn" else 2)
+                assert res[key][2] == min(plan.depth, len(mine))
     # the plan's operator order: a flipped layer runs the other order than the default ("auto")
     other = {"aggregate_first": "update_first", "update_first": "aggregate_first"}
     for m in MODELS:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..atomic import write_text
 from ..errors import InputError
-from .balance import BalancePlan, balance
+from .balance import PIPELINE_DEPTH, BalancePlan, balance
 from .groups import GroupPlan, group_members, imbalance, plan_groups, sync_fraction, sync_ratio
 from .topology import BatchOrders, plan_operators_batch
 from .tuner import TunerPlan
@@ -43,6 +43,11 @@ class SchedulePlan:
     @property
     def num_workers(self) -> int:
         return self.groups.num_workers
+
+    @property
+    def depth(self) -> int:
+        """The most groups p1's queue holds in this plan's pipeline (``meta["pipeline_depth"]``)."""
+        return int(self.meta.get("pipeline_depth", PIPELINE_DEPTH))
 
     @property
     def allreduce_s(self) -> float:
@@ -160,7 +165,8 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
                strategy: str = "contiguous", balance_method: str = "dp", layer_times=None,
                operator_method: str = "exhaustive", tuner: TunerPlan | None = None,
                store_checksum: str | None = None, meta: dict | None = None, groups=None,
-               tail: dict | None = None, handover: dict | None = None, allreduce_s: float = 0.0) -> SchedulePlan:
+               tail: dict | None = None, handover: dict | None = None, allreduce_s: float = 0.0,
+               depth: int = PIPELINE_DEPTH) -> SchedulePlan:
     """Plan BLAD's two levels from per-snapshot predicted times.
 
     fwd, bwd: float [T] forward/backward seconds per snapshot (the predictor's l and b);
@@ -177,14 +183,18 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
     id: seconds of the task's loss and head after the group's last snapshot}, which p2 runs.
     handover: the seconds each process spends receiving its partner's hand-overs
     (:func:`dynagnn.schedule.balance.balance`); allreduce_s: seconds of the step's all-reduces, added
-    to the predicted epoch. Both are kept in ``meta`` (a re-plan reuses them).
+    to the predicted epoch. depth: the most groups p1's queue holds, for the plan and its baseline
+    alike (:mod:`dynagnn.schedule.balance`; BLAD's is 2). All three are kept in ``meta`` (a re-plan
+    reuses them; the group strategy bounds its queue by ``pipeline_depth``).
     """
     ids = groups
-    meta = {**(meta or {}), "handover": handover, "allreduce_s": float(allreduce_s)}
+    meta = {**(meta or {}), "handover": handover, "allreduce_s": float(allreduce_s), "pipeline_depth": int(depth)}
     groups = plan_groups(fwd, bwd, group_len, num_workers, strategy, ids, tail)
-    processes = [balance(fwd, bwd, group_len, w, balance_method, tail=tail, handover=handover) for w in groups.workers]
+    processes = [balance(fwd, bwd, group_len, w, balance_method, tail=tail, handover=handover, depth=depth)
+                 for w in groups.workers]
     base = plan_groups(fwd, bwd, group_len, num_workers, "even", ids, tail)
-    base_proc = [balance(fwd, bwd, group_len, w, "even", tail=tail, handover=handover) for w in base.workers]
+    base_proc = [balance(fwd, bwd, group_len, w, "even", tail=tail, handover=handover, depth=depth)
+                 for w in base.workers]
     ops = None
     if layer_times is not None:
         ops = plan_operators_batch(*process_layer_times(processes, group_len, layer_times), operator_method)

@@ -37,6 +37,9 @@ from .tuner import TunerPlan, tune_frames
 log = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_BYTES = 8 * 2**30
+# p1's queue bound in the plans this stage writes: 4 groups, not BLAD's 2 (schedule/balance.py: on
+# blad_group the simulated idle share fell from 10.2% to 4.0%), for 4 groups' activations on p1
+DEFAULT_PIPELINE_DEPTH = 4
 
 
 def _table_for_store(path: Path, checksum: str, what: str) -> pd.DataFrame:
@@ -154,7 +157,8 @@ def transfer_costs(link, transfers: dict | None) -> tuple[dict | None, float]:
 def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, hidden: int = 32,
                stats: str | Path | None = None, overlap: str | Path | None = None, strategy: str = "contiguous",
                balance_method: str = "dp", memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
-               predictor_source: str = "", tail: dict | None = None, transfers: dict | None = None) -> SchedulePlan:
+               predictor_source: str = "", tail: dict | None = None, transfers: dict | None = None,
+               depth: int = DEFAULT_PIPELINE_DEPTH) -> SchedulePlan:
     """The plan of an open store from a loaded :class:`~dynagnn.cost.predictor.Predictor` (module
     docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all;
     ``tail``: {group id: seconds of the task's loss and head, or (lead, tail) seconds when p1
@@ -162,7 +166,8 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
     them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`);
     ``transfers``: the bytes a step moves (:func:`transfer_costs`;
     :func:`dynagnn.train.strategies.group.transfer_bytes`), charged at the predictor's measured
-    channel costs when it has them (``meta["link"]``).
+    channel costs when it has them (``meta["link"]``); ``depth``: p1's queue bound
+    (:data:`DEFAULT_PIPELINE_DEPTH`).
     What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
     from ..cost.link import LinkCost
     from ..cost.models import model_calls
@@ -194,7 +199,7 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
                       balance_method=balance_method, layer_times=times, tuner=tuner, store_checksum=store.checksum,
-                      meta=meta, groups=groups, tail=tail, handover=handover, allreduce_s=allreduce_s)
+                      meta=meta, groups=groups, tail=tail, handover=handover, allreduce_s=allreduce_s, depth=depth)
 
 
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,

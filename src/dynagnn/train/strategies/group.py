@@ -16,7 +16,8 @@ Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "
   and keeps group i in its queue until p2 hands back the gradient with respect to that state, and
   runs group i's deferred backward from it (BLAD Fig. 9b). The order is the one the plan's
   pipeline model assumes (:func:`dynagnn.schedule.balance.simulate`): FA_1, FA_2, BA_1, FA_3, BA_2,
-  ..., the queue holding at most ``PIPELINE_DEPTH`` (2) groups.
+  ..., the queue holding at most the plan's ``pipeline_depth`` groups (BLAD's 2; deeper queues give
+  p1 more forwards of warm-up, FA_1 .. FA_d, BA_1, FA_{d+1}, ...: the same simulation, any depth).
 - p2 runs the rest of group i forward from the received state, the loss / B and the backward, and
   sends the gradient of the received state back.
 
@@ -59,7 +60,6 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
-from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
@@ -251,6 +251,7 @@ class GroupPipeline(Strategy):
         procs = plan.baseline_processes if baseline else plan.processes
         self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
         self.order = [[int(g) for g in gs] for gs in groups.workers]
+        self.depth = plan.depth  # p1's queue bound, the one the plan's pipeline assumes
         self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
         bad = {g: p for g, p in self.split.items() if not 1 <= p <= k}
         if bad:
@@ -277,7 +278,7 @@ class GroupPipeline(Strategy):
                 new = build_plan(fwd, bwd, group_len=plan.group_len, num_workers=plan.num_workers,
                                  dataset=plan.dataset, model=plan.model, store_checksum=plan.store_checksum,
                                  groups=run.train_ends, tail=tail, handover=plan.meta.get("handover"),
-                                 allreduce_s=plan.allreduce_s,
+                                 allreduce_s=plan.allreduce_s, depth=plan.depth,
                                  meta={**plan.meta, "replanned_from": f"times measured in epoch {self.measure_epoch}",
                                        "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
                                        "group_tail_s": {str(g): list(v) for g, v in tail.items()}})
@@ -356,10 +357,10 @@ class GroupPipeline(Strategy):
             pieces.append([gs[b[k]:b[k + 1]] for k in range(n_steps)])
         steps = [[g for w in range(len(pieces)) for g in pieces[w][k]] for k in range(n_steps)]
         longest = max((len(p) for ps in pieces for p in ps), default=0)
-        if longest < PIPELINE_DEPTH and self.run.ctx.is_main:
+        if longest < 2 and self.run.ctx.is_main:
             log.warning("%s: a step holds at most %d group per worker, so p1 never runs ahead of p2 (no "
                         "pipelining); use batch_windows of at least %d", self.name, longest,
-                        PIPELINE_DEPTH * len(self.order))
+                        2 * len(self.order))
         return [s for s in steps if s]
 
     def train_step(self, ends: Sequence[int]) -> float:
@@ -400,7 +401,7 @@ class GroupPipeline(Strategy):
         run, queue, sends = self.run, deque(), []
         i = 0
         while i < len(groups) or queue:
-            if i < len(groups) and len(queue) < PIPELINE_DEPTH:
+            if i < len(groups) and len(queue) < self.depth:
                 t = groups[i]
                 ts = run.windows([t])[0][: self.split[t]]
                 h, state = self._forward(ts, run.model.initial_state(run.num_nodes, run.device))
