@@ -449,17 +449,18 @@ def cmd_schedule(args) -> None:
         return
     if args.out is None:
         raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
-    groups = tail = None
+    groups = tail = transfers = None
     if args.windows == "train":
         from .data.store import open_store
-        from .train.strategies.group import head_costs, training_ends
+        from .train.strategies.group import head_costs, training_ends, transfer_bytes
 
         store = open_store(args.store)
         groups = training_ends(store, args.window, args.task)
         tail = head_costs(store, args.model, args.hidden, groups, args.task)  # p2's loss and head, timed here
+        transfers = transfer_bytes(store, args.model, args.hidden, groups, args.task)  # what the hand-overs move
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
-                          memory_bytes=args.memory_gb * 2**30, groups=groups, tail=tail)
+                          memory_bytes=args.memory_gb * 2**30, groups=groups, tail=tail, transfers=transfers)
     s = plan.summary()
     log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
              "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,
