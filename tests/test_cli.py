@@ -161,7 +161,16 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
     # p1's loss inputs (negative sampling) and p2's loss and head, timed by the CLI
     tail = {int(g): s for g, s in plan.meta["group_tail_s"].items()}
     assert sorted(tail) == ends and all(len(s) == 2 and min(s) > 0 for s in tail.values())
-    want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn", groups=ends, tail=tail)
+    # the hand-overs at the channel the profile timed, and the stage's queue depth
+    from dynagnn.cost.link import LinkCost
+    from dynagnn.schedule.stage import DEFAULT_PIPELINE_DEPTH, transfer_costs
+    from dynagnn.train.strategies.group import transfer_bytes
+
+    handover, allreduce_s = transfer_costs(LinkCost.of(Predictor.load(cost / "predictor.json")),
+                                           transfer_bytes(st, "tgcn", 4, ends))
+    assert handover["state_s"] > 0 and allreduce_s > 0 and plan.depth == DEFAULT_PIPELINE_DEPTH
+    want = build_plan(fwd, bwd, group_len=3, num_workers=2, dataset="s", model="tgcn", groups=ends, tail=tail,
+                      handover=handover, allreduce_s=allreduce_s, depth=plan.depth)
     assert sorted(g for w in plan.groups.workers for g in w) == ends
     np.testing.assert_allclose(plan.meta["snapshot_forward_s"], fwd)
     np.testing.assert_allclose(plan.groups.loads, want.groups.loads)
