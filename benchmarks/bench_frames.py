@@ -15,12 +15,17 @@ cannot batch: its forward ("rnn" phase) plus its share of the backward).
 Run alone: ``python -m benchmarks frames``. Environment: ``DYNAGNN_BENCH_FRAMES_SMOKE=1`` (a tiny
 store, one model, 2 epochs: seconds), ``DYNAGNN_BENCH_FRAMES_EPOCHS`` (default 4),
 ``DYNAGNN_BENCH_FRAMES_WINDOW`` (default 8), ``DYNAGNN_BENCH_THREADS`` (torch threads, default 1),
-``DYNAGNN_BENCH_FRAMES_DEVICE`` (cpu or cuda).
+``DYNAGNN_BENCH_FRAMES_DEVICE`` (cpu or cuda), ``DYNAGNN_BENCH_FRAMES_DATASETS`` and
+``DYNAGNN_BENCH_FRAMES_MODELS`` (comma-separated; a dataset is kept when its label contains one of
+the words, e.g. ``churn``; default all).
+
+Every rung runs with glibc's malloc keeping freed memory (:func:`keep_freed_heap`, which the frames
+strategy sets for its process): the rungs share one process, so the setting is made before the
+first, and sequential is timed under the same allocator as PiPAD.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import statistics
 from pathlib import Path
@@ -70,15 +75,10 @@ def datasets(smoke: bool) -> dict:
     return out
 
 
-def _model_key(model: str) -> str:
-    """The registry key; "tgcn_x" is T-GCN read as PyG Temporal's TGCN (graph_input "x")."""
-    from dynagnn import models
-
-    if model == "tgcn_x":
-        models.MODELS["tgcn"] = functools.partial(models.TGCN, graph_input="x")
-        return "tgcn"
-    models.MODELS["tgcn"] = models.TGCN
-    return model
+def _model_options(model: str) -> dict:
+    """The train options of a benchmark model: "tgcn_x" is T-GCN read as PyG Temporal's TGCN
+    (``graph_input`` "x", whose first aggregation PiPAD reuses)."""
+    return {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
 
 
 def run_rung(path, model: str, rung: str, epochs: int, window: int, threads: int, device: str) -> dict:
@@ -88,7 +88,7 @@ def run_rung(path, model: str, rung: str, epochs: int, window: int, threads: int
     from .pyg_baseline import PygFeeder
 
     strategy, opts = LADDER[rung]
-    cfg = TrainConfig(model=_model_key(model), strategy=strategy, epochs=epochs, patience=epochs, warmup_epochs=1,
+    cfg = TrainConfig(**_model_options(model), strategy=strategy, epochs=epochs, patience=epochs, warmup_epochs=1,
                       window=window, hidden=32, threads=threads, device=device, max_edges=20_000, **opts)
     tr = Trainer(path, cfg, progress=False)
     if rung == "pyg":   # the same sequential strategy, fed and convolved PyG-style
@@ -132,11 +132,20 @@ def main() -> dict:
     window = 4 if smoke else int(os.environ.get("DYNAGNN_BENCH_FRAMES_WINDOW", 8))
     threads = int(os.environ.get("DYNAGNN_BENCH_THREADS", 1))
     device = os.environ.get("DYNAGNN_BENCH_FRAMES_DEVICE", "cpu")
+    from dynagnn.train.strategies.frames import keep_freed_heap
+
+    keep_freed_heap()
     models = MODELS[:1] if smoke else MODELS
+    if os.environ.get("DYNAGNN_BENCH_FRAMES_MODELS"):
+        models = tuple(m for m in os.environ["DYNAGNN_BENCH_FRAMES_MODELS"].split(",") if m)
+    words = [w for w in os.environ.get("DYNAGNN_BENCH_FRAMES_DATASETS", "").lower().split(",") if w]
     print(f"\n== PiPAD's ladder: window {window}, {epochs} epochs (first left out), {threads} thread(s), {device}")
     results, speedups = [], {"PiPAD/pyg": [], "PiPAD/sequential": []}
     for label, path in datasets(smoke).items():
         from dynagnn.data.store import open_store
+
+        if words and not any(w in label.lower() for w in words):
+            continue
 
         st = open_store(path)
         print(f"\n-- {label}: N={st.num_nodes:,}, T={st.num_snapshots}, {int(st.offsets[-1]):,} stored edges")

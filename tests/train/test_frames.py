@@ -3,16 +3,13 @@ every gradient for S = 1, 2, 4, 8, with the reuse cache and the pipeline on and 
 first aggregation and its feed in later epochs; the tuner freezes S after a profiling epoch; a
 model whose first aggregation reads the state gets no reuse, says so, and is still exact."""
 
-import functools
 import logging
 
 import numpy as np
 import pytest
 import torch
 
-from dynagnn import models
 from dynagnn.errors import ConfigError
-from dynagnn.models import TGCN
 from dynagnn.schedule.tuner import Candidate, candidates, fastest
 from dynagnn.train.engine import TrainConfig, Trainer, train
 from dynagnn.train.strategies.frames import Frames, ReuseCache
@@ -30,16 +27,14 @@ def store(tmp_path_factory):
 
 
 @pytest.fixture
-def model_name(request, monkeypatch):
-    """The registry key; "tgcn_x" is T-GCN with graph_input "x" (PyG Temporal's TGCN, PiPAD's T-GCN)."""
-    name = request.param
-    if name == "tgcn_x":
-        monkeypatch.setitem(models.MODELS, "tgcn", functools.partial(TGCN, graph_input="x"))
-        return "tgcn"
-    return name
+def model_name(request):
+    return request.param
 
 
 def trainer(store, model, **kw):
+    """"tgcn_x" is T-GCN with graph_input "x" (PyG Temporal's TGCN, PiPAD's T-GCN)."""
+    if model == "tgcn_x":
+        model, kw = "tgcn", {"graph_input": "x", **kw}
     cfg = TrainConfig(**{"model": model, "hidden": 5, "window": WINDOW, "epochs": 1, "batch_windows": 2, **kw})
     return Trainer(store, cfg, progress=False)
 
