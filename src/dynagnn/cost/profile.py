@@ -266,14 +266,18 @@ def measure(fn: Callable[[], object], timer: _Timer, *, warmup: int = 2, repeats
 
     After ``warmup`` calls, the fastest of three single calls estimates the cost and sets ``number``
     so that a sample lasts about ``min_sample_s``; then ``repeats`` samples are taken. ``before``:
-    run untimed before every timed call (an :class:`Evictor`: cache-cold timing).
+    run untimed before every timed call (an :class:`Evictor`: cache-cold timing); each sample is
+    then one call (an eviction costs more than the calls it would be averaged over).
     """
     for _ in range(max(warmup, 0)):
         fn()
     timer.sync()
-    est = min(timer(fn, 1, before) for _ in range(3))  # min: one preempted call must not set number = 1
+    if before is not None:
+        samples = [timer(fn, 1, before) for _ in range(max(repeats, 1))]
+        return statistics.median(samples), min(samples), 1
+    est = min(timer(fn, 1) for _ in range(3))  # min: one preempted call must not set number = 1
     number = int(min(max_number, max(1, math.ceil(min_sample_s / max(est, 1e-9)))))
-    samples = [timer(fn, number, before) for _ in range(max(repeats, 1))]
+    samples = [timer(fn, number) for _ in range(max(repeats, 1))]
     return statistics.median(samples), min(samples), number
 
 
