@@ -19,9 +19,9 @@ store, one model, 2 epochs: seconds), ``DYNAGNN_BENCH_FRAMES_EPOCHS`` (default 4
 ``DYNAGNN_BENCH_FRAMES_MODELS`` (comma-separated; a dataset is kept when its label contains one of
 the words, e.g. ``churn``; default all).
 
-Every rung runs with glibc's malloc keeping freed memory (:func:`keep_freed_heap`, which the frames
-strategy sets for its process): the rungs share one process, so the setting is made before the
-first, and sequential is timed under the same allocator as PiPAD.
+Every rung runs with glibc's malloc keeping freed memory (:func:`dynagnn.allocator.keep_freed_heap`,
+which every trainer sets for its process), the PyG-T re-creation included: the rungs share one
+process, and the setting is made before the first.
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ def main() -> dict:
     window = 4 if smoke else int(os.environ.get("DYNAGNN_BENCH_FRAMES_WINDOW", 8))
     threads = int(os.environ.get("DYNAGNN_BENCH_THREADS", 1))
     device = os.environ.get("DYNAGNN_BENCH_FRAMES_DEVICE", "cpu")
-    from dynagnn.train.strategies.frames import keep_freed_heap
+    from dynagnn.allocator import keep_freed_heap
 
-    keep_freed_heap()
+    keep_freed_heap()  # every trainer sets it: set before the first rung all the same
     models = MODELS[:1] if smoke else MODELS
     if os.environ.get("DYNAGNN_BENCH_FRAMES_MODELS"):
         models = tuple(m for m in os.environ["DYNAGNN_BENCH_FRAMES_MODELS"].split(",") if m)

@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from dynagnn.allocator import keep_freed_heap
 from dynagnn.atomic import write_all
 from dynagnn.data.store import SnapshotStore, open_store
 from dynagnn.dist.comm import Comm
@@ -169,6 +170,7 @@ class Trainer:
         self.progress = progress and self.ctx.is_main
         if c.threads and not self.ctx.distributed:
             torch.set_num_threads(int(c.threads))
+        keep_freed_heap()
         self.device = self.ctx.device
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"device {c.device!r} requested but this torch has no CUDA device")

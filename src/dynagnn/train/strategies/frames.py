@@ -33,11 +33,9 @@ state (BLAD's p1 runs [a, b) and hands the state to p2, which runs [b, c)).
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import math
-import platform
 import threading
 import time
 from dataclasses import dataclass, field
@@ -71,32 +69,6 @@ def default_memory_bytes(device: torch.device) -> float:
     mem = physical_memory()
     return 0.25 * mem if mem else 2.0 * 2 ** 30
 
-
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallopt parameters
-
-
-@functools.lru_cache(maxsize=1)
-def keep_freed_heap() -> bool:
-    """Make glibc's malloc keep freed memory for reuse instead of returning it to the system
-    (process-wide, once; False where the C library is not glibc). PyTorch's CPU allocator has no
-    cache of its own: every tensor is a malloc. By default glibc serves blocks above a dynamic
-    threshold (128 KiB at first) by mmap and trims the heap top above twice that, so the large
-    temporaries of a step come back as fresh pages, each faulted and zeroed again. Measured on the
-    churn store (MPNN-LSTM, 40,000 scored pairs per window): 6,000-14,000 page faults per head call,
-    a third to a half of its time, and more on the frames path, whose frame-wide tensors push the
-    heap top further (PiPAD §4.4 avoids malloc/free churn for the same reason). With blocks up to
-    32 MiB kept in the heap and no trimming below 1 GiB, a window's allocations reuse pages."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    ok = all(libc.mallopt(p, v) == 1 for p, v in ((_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB),
-                                                  (_M_TOP_PAD, 64 * MiB)))
-    log.info("frames: glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB)%s",
-             "" if ok else ": refused")
-    return ok
 
 
 class ReuseCache:
@@ -224,7 +196,6 @@ class FrameEngine:
                  device: torch.device | str = "cpu", *, window: int, frame_size: int | None = None,
                  reuse: bool = True, pipeline: bool | str = True, memory_bytes: float | None = None,
                  timer: PhaseTimer | None = None):
-        keep_freed_heap()
         self.model = model
         self.N = int(num_nodes)
         self.T = len(host)
