@@ -116,22 +116,24 @@ def test_reuse_skips_the_first_aggregation_and_its_feed(store, model_name):
 
 def test_tuner_freezes_after_a_profiling_epoch(store):
     """No --frame-size: epoch 0 runs one snapshot per frame, then the tuner times its candidates on
-    real windows and keeps the fastest; the trials leave training as it was (the loss curve is
-    sequential's). With timings injected (here: faster the larger S) the choice is the window, or
-    what a small memory bound allows."""
+    real windows' whole training steps and keeps the fastest; the trials leave training as it was
+    (the loss curve is sequential's). With timings injected (here: faster the larger S) the choice is
+    the window, or what a small memory bound allows."""
     ref, _ = trainer(store, "evolvegcn_o", epochs=3, patience=3).fit()
-    tr = trainer(store, "evolvegcn_o", strategy="frames", epochs=3, patience=3)
-    got, _ = tr.fit()
+    tr = trainer(store, "evolvegcn_o", strategy="frames", epochs=3, patience=3, pipeline="off")
     tuner = tr.strategy.engine.tuner
-    assert set(tuner.timings) == set(candidates(WINDOW))   # EvolveGCN-O aggregates layer 2: S_per matters
+    tuner.bytes_available = 2.5 * tuner.snapshot_bytes     # S <= 2: three candidates keep the test short
+    got, _ = tr.fit()
+    assert set(tuner.timings) == set(candidates(2))   # EvolveGCN-O aggregates layer 2: S_per matters
+    assert all(len(t) == 3 and len(t[0]) == 3 for t in tuner.timings.values())  # 3 rounds of 3 windows
     best = fastest(tuner.timings)
     assert got["frame_size"].tolist() == [best.frame_size] * 3 and tuner.max_s_per == best.max_s_per
     assert got["tuning_s"].iloc[0] > 0 and (got["tuning_s"].iloc[1:] == 0).all()
     np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
     for memory, want in ((None, WINDOW), (2.5, 2)):
-        tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
+        tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2, pipeline="off")
         engine = tr.strategy.engine
-        engine._trial = lambda ranges: (lambda c: [1.0 / c.frame_size])
+        engine._trial = lambda ranges, **kw: (lambda c: [1.0 / c.frame_size])
         if memory:
             engine.tuner.bytes_available = memory * engine.tuner.snapshot_bytes
         m, _ = tr.fit()
@@ -140,22 +142,49 @@ def test_tuner_freezes_after_a_profiling_epoch(store):
         assert sorted(engine.tuner.timings) == [Candidate(s, s) for s in (1, 2, 4, 8) if s <= want]
 
 
+def test_trials_time_the_whole_step_and_leave_the_gradients(store):
+    """The trial's step is the epoch's: the head's loss and backward run (its parameters get a
+    gradient during the trial), and every ``.grad`` is put back afterwards."""
+    tr = trainer(store, "evolvegcn_o", strategy="frames", epochs=1, patience=1, pipeline="off")
+    s, run = tr.strategy, tr.run
+    seen = []
+    step = s._trial_step
+
+    def spy(ts):
+        step(ts)
+        seen.append([p.grad is not None and bool(p.grad.abs().sum() > 0) for p in run.head.parameters()])
+    before = [torch.full_like(p, 7.0) for p in run.parameters()]
+    for p, g in zip(run.parameters(), before):
+        p.grad = g.clone()
+    windows = s._epoch_windows()
+    times = s.engine._trial(windows, step=spy, params=run.parameters())(Candidate(1, 1))
+    assert len(times) == len(seen) == 3 and all(all(h) for h in seen)
+    assert all(torch.equal(p.grad, g) for p, g in zip(run.parameters(), before))
+    s.engine.close()
+
+
 @pytest.mark.parametrize("faster", ["on", "off"])
-def test_pipeline_auto_keeps_the_faster_feed(store, faster):
-    """pipeline auto: on through the profiling epoch; once S is frozen the trial windows are timed
-    with the producer and inline, and the faster feed is kept (timings injected); pipeline on is never
-    second-guessed. The loss curve is sequential's either way."""
+def test_pipeline_auto_is_chosen_with_the_frame_size(store, faster):
+    """pipeline auto: on through the profiling epoch; then the candidates are timed with the
+    pipeline off, and the winner and S = 1 are timed again with it off and on, the fastest kept
+    (timings injected); pipeline on is never second-guessed. The loss curve is sequential's."""
     ref, _ = trainer(store, "wdgcn", epochs=2, patience=2).fit()
     tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
     engine = tr.strategy.engine
     assert engine.prefetch.enabled and not engine.pipeline_decided
-    engine._trial = lambda ranges: (lambda c: [1.0 if engine.prefetch.enabled == (faster == "off") else 0.5])
+
+    def measure(c):
+        return [(1.0 if c.pipeline == (faster == "off") else 0.5) / c.frame_size]
+    engine._trial = lambda ranges, **kw: measure
     got, _ = tr.fit()
     assert got["pipeline_on"].tolist() == [float(faster == "on")] * 2
+    assert got["frame_size"].tolist() == [WINDOW] * 2
+    assert sorted(engine.tuner.finals) == [Candidate(s, s, p) for s in (1, WINDOW) for p in (False, True)]
     np.testing.assert_allclose(got["loss"], ref["loss"], rtol=1e-5)
     tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2, pipeline="on")
-    tr.strategy.engine._trial = lambda ranges: (lambda c: [1.0 / c.frame_size])
+    tr.strategy.engine._trial = lambda ranges, **kw: (lambda c: [1.0 / c.frame_size])
     assert tr.fit()[0]["pipeline_on"].tolist() == [1.0, 1.0]
+    assert not tr.strategy.engine.tuner.finals
 
 
 def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):

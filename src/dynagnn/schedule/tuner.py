@@ -35,7 +35,10 @@ decision of the tuner lives with the feature cache, not here.
 The frame engine's :class:`FrameTuner` decides from measurement, as PiPAD's run-time tuner does:
 the memory bound and the traffic model generate the :func:`candidates` (S, and an S_per cap under
 which the model above picks each frame's S_per), the engine times each on real frames after its
-profiling epoch, and :func:`fastest` keeps the quickest. On a CPU the traffic model alone misjudges:
+profiling epoch (interleaved rounds after a warm-up, the median of each piece of work), and
+:func:`fastest` keeps the quickest, the simplest within 3% (a tie); S = 1 (with the reuse cache,
+PiPAD's -R) is always a candidate, and the pipeline is chosen in the same measurement against it,
+so the tuner never freezes what it measured slower than -R. On a CPU the traffic model alone misjudges:
 a wider frame saves edge reads but its frame-wide tensors leave the core's cache (measured:
 EvolveGCN-O on twitter_tennis, S = 8 with S_per = 8 slower than one snapshot at a time; S = 4 with
 S_per = 1 faster).
@@ -227,34 +230,46 @@ def frame_size_for(window: int, snapshot_bytes: float, bytes_available: float, c
 
 @dataclass(frozen=True, order=True)
 class Candidate:
-    """One configuration the run-time tuner times: S snapshots per frame, and the largest S_per its
-    frames may take (1: each snapshot with its own matrix; S: the traffic model's free choice)."""
+    """One configuration the run-time tuner times: S snapshots per frame, the largest S_per its
+    frames may take (1: each snapshot with its own matrix; S: the traffic model's free choice), and
+    whether the producer thread prepares the next frame (the pipeline). Ordered simplest first:
+    smaller S, then smaller S_per cap, then the pipeline off."""
 
     frame_size: int
     max_s_per: int
+    pipeline: bool = False
 
 
-def candidates(max_frame: int, options=OPTIONS, partitions: bool = True) -> list[Candidate]:
+# Candidates within this fraction of the fastest count as tied, and the simplest of them is kept:
+# a trial that is 1-2% faster on a few windows does not predict the epochs after it (measured:
+# churn EvolveGCN-O, S = 2 frozen from trials, then slower per epoch than S = 1 with reuse).
+TIE = 0.03
+
+
+def candidates(max_frame: int, options=OPTIONS, partitions: bool = True, pipeline: bool = False) -> list[Candidate]:
     """The configurations to time: every S among ``options`` up to ``max_frame`` (the memory bound)
-    and ``max_frame`` itself; per S, S_per capped at 1 and left to the traffic model (S). With
-    ``partitions`` False (the model reads only the reused ``Â X``, so S_per is never used) one per S."""
-    sizes = sorted({int(o) for o in options if int(o) <= max_frame} | {int(max_frame)})
-    return [Candidate(s, p) for s in sizes for p in sorted({1, s} if partitions else {s})]
+    and ``max_frame`` itself, S = 1 always among them (PiPAD's -R when the model reuses ``Â X``); per
+    S, S_per capped at 1 and left to the traffic model (S). With ``partitions`` False (the model reads
+    only the reused ``Â X``, so S_per is never used) one per S. All with ``pipeline`` as given."""
+    sizes = sorted({int(o) for o in options if int(o) <= max_frame} | {int(max_frame), 1})
+    return [Candidate(s, p, bool(pipeline)) for s in sizes for p in sorted({1, s} if partitions else {s})]
 
 
 def trial_seconds(rounds) -> float:
     """A candidate's time from its timed rounds, each the seconds of the same W pieces of work (a
-    number, or a sequence of W): per piece its least disturbed round (a loaded machine only ever adds
-    time), summed."""
-    return float(np.min(np.array([np.atleast_1d(np.asarray(r, dtype=np.float64)) for r in rounds]), axis=0).sum())
+    number, or a sequence of W): per piece the median over the rounds (one disturbed round, slow or
+    lucky, moves nothing when there are three), summed."""
+    return float(np.median(np.array([np.atleast_1d(np.asarray(r, dtype=np.float64)) for r in rounds]), axis=0).sum())
 
 
-def fastest(timings: dict[Candidate, list]) -> Candidate:
-    """The candidate of the least :func:`trial_seconds`; exact ties to the larger S, then the larger
-    S_per cap (PiPAD: "larger S_per is preferred")."""
+def fastest(timings: dict[Candidate, list], tie: float = TIE) -> Candidate:
+    """The simplest candidate (smallest S, then S_per cap, then pipeline off) among those whose
+    :func:`trial_seconds` is within ``tie`` (a fraction) of the least."""
     if not timings:
         raise ValueError("fastest: no timings")
-    return min(timings, key=lambda c: (trial_seconds(timings[c]), -c.frame_size, -c.max_s_per))
+    seconds = {c: trial_seconds(t) for c, t in timings.items()}
+    best = min(seconds.values())
+    return min(c for c, s in seconds.items() if s <= best * (1.0 + tie))
 
 
 class FrameTuner:
@@ -269,7 +284,7 @@ class FrameTuner:
     cache before the shared matrix saves anything); without one, S is the memory bound. Each frame's
     S_per is :func:`tune_frames` on that frame's row (overlap rates, memory, and once profiled the
     stall check) among the options up to the chosen cap, decided the first time the frame is met
-    and kept.
+    and kept. ``pipeline``: the pipeline of the chosen candidate (None until :meth:`freeze`).
     """
 
     def __init__(self, stats, window: int, snapshot_bytes: float, bytes_available: float, *,
@@ -283,41 +298,65 @@ class FrameTuner:
         self.frame_size = int(frame_size) if frame_size is not None else 1
         self.max_s_per = self.frame_size
         self.frozen = self.fixed
+        self.pipeline: bool | None = None
         self.compute_time: float | None = None
         self.bytes_per_second: float | None = None
         self.timings: dict[Candidate, list] = {}
+        self.finals: dict[Candidate, list] = {}
         self._s_per: dict[tuple[int, int], int] = {}
 
     def use(self, c: Candidate) -> None:
         """Run frames as candidate ``c`` from now on (S_per decisions start afresh)."""
-        self.frame_size, self.max_s_per = int(c.frame_size), int(c.max_s_per)
+        self.frame_size, self.max_s_per, self.pipeline = int(c.frame_size), int(c.max_s_per), bool(c.pipeline)
         self._s_per.clear()
 
+    def _time(self, cands: list[Candidate], measure, rounds: int) -> dict[Candidate, list]:
+        """Each candidate measured ``rounds`` + 1 times, interleaved (A B C A B C ...: load drift hits
+        all alike), the first round (warm-up: matrices built, caches filled, first-call allocations)
+        left out."""
+        got: dict[Candidate, list] = {c: [] for c in cands}
+        for r in range(int(rounds) + 1):
+            for c in cands:
+                self.use(c)
+                t = measure(c)
+                if r:
+                    got[c].append(t)
+        return got
+
     def freeze(self, compute_time: float | None = None, bytes_per_second: float | None = None, *,
-               measure=None, partitions: bool = True, rounds: int = 3) -> int:
-        """End of the profiling epoch: S (and the S_per cap) chosen, the measured per-snapshot compute
-        time and feed bandwidth kept for the stall check. ``measure(candidate) -> seconds`` (a number,
-        or one per piece of work) runs the same real work under the candidate the tuner has just put
-        in use; each candidate is measured
-        ``rounds`` + 1 times, interleaved, the first (warm-up: matrices built, caches filled) left
-        out, and :func:`fastest` decides. ``partitions``: whether S_per matters (:func:`candidates`).
-        Returns S."""
-        if self.frozen:
+               measure=None, partitions: bool = True, rounds: int = 3, pipelines=(False,)) -> int:
+        """End of the profiling epoch: S, the S_per cap and the pipeline chosen, the measured
+        per-snapshot compute time and feed bandwidth kept for the stall check.
+
+        ``measure(candidate) -> seconds`` (a number, or one per piece of work) runs the same real work
+        under the candidate the tuner has just put in use. ``pipelines``: the pipeline settings to
+        choose from ((False,), (True,), or both for "auto"). Stage 1 times the :func:`candidates`
+        (with ``pipelines[0]``; ``partitions``: whether S_per matters) by :meth:`_time`, kept in
+        :attr:`timings`; with both pipeline settings, stage 2 times the stage-1 winner and S = 1 each
+        with the pipeline off and on, afresh and interleaved (:attr:`finals`), so the choice is
+        always measured against S = 1 in the same rounds. :func:`fastest` decides each stage. With S
+        fixed by hand only the pipeline is chosen. Returns S."""
+        pipelines = tuple(dict.fromkeys(bool(p) for p in pipelines))
+        if self.pipeline is not None or (self.frozen and len(pipelines) == 1):
+            if self.pipeline is None:
+                self.pipeline = pipelines[0]
             return self.frame_size
         self.compute_time = compute_time
         self.bytes_per_second = bytes_per_second
-        bound = frame_size_for(self.window, self.snapshot_bytes, self.bytes_available)
-        cands = candidates(bound, self.options, partitions)
-        best = Candidate(bound, bound)
-        if measure is not None and len(cands) > 1:
-            self.timings = {c: [] for c in cands}
-            for r in range(int(rounds) + 1):
-                for c in cands:
-                    self.use(c)
-                    t = measure(c)
-                    if r:
-                        self.timings[c].append(t)
-            best = fastest(self.timings)
+        if self.frozen:
+            cands = [Candidate(self.frame_size, self.max_s_per, pipelines[0])]
+        else:
+            cands = candidates(frame_size_for(self.window, self.snapshot_bytes, self.bytes_available),
+                               self.options, partitions, pipelines[0])
+        best = cands[-1]
+        if measure is not None:
+            if len(cands) > 1:
+                self.timings = self._time(cands, measure, rounds)
+                best = fastest(self.timings)
+            if len(pipelines) > 1:
+                finals = sorted({Candidate(c.frame_size, c.max_s_per, p) for c in {best, cands[0]} for p in pipelines})
+                self.finals = self._time(finals, measure, rounds)
+                best = fastest(self.finals)
         self.use(best)
         self.frozen = True
         return self.frame_size

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -48,11 +47,11 @@ from dynagnn.errors import ConfigError
 from dynagnn.graph import csr
 from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot, split_shared
 from dynagnn.models.base import DynamicGNN, Frame, State
-from dynagnn.schedule.tuner import Candidate, FrameTuner, trial_seconds
+from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
-from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
 log = logging.getLogger(__name__)
@@ -367,47 +366,44 @@ class FrameEngine:
         itself, or its first aggregation is computed each time (no reuse)."""
         return "parts" in self.needs or (self.reads_ax and not self.reuse)
 
-    def _trial(self, ranges: Sequence[Sequence[int]], windows: int = 4):
-        """The tuner's ``measure``: seconds of the forward and backward of each of up to ``windows``
-        of the epoch's ranges (evenly spread) from the initial state, under the candidate in use. The
-        parameter gradients are computed and dropped (``.grad`` is untouched), and no random number
-        is drawn, so training goes on as if no trial ran."""
+    def _trial(self, ranges: Sequence[Sequence[int]], windows: int = 3, step=None, params=None):
+        """The tuner's ``measure``: seconds of the training step of each of up to ``windows`` of the
+        epoch's ranges (evenly spread) from the initial state, under the candidate in use (its S and
+        S_per cap through the tuner, its pipeline here). ``step(ts)``: a window's whole step as the
+        epoch runs it (forward, head and loss, backward; the strategy's); None: the model's forward
+        and a backward from its last embedding (``group``'s parts have no head). ``params``: those
+        whose ``.grad`` the step touches: kept and put back, so training goes on as if no trial ran
+        (no random number is drawn either: the task's negatives are seeded per epoch and snapshot)."""
         ranges = [list(r) for r in ranges if len(r)]
         picks = [ranges[int(i)] for i in np.unique(np.linspace(0, len(ranges) - 1, min(windows, len(ranges))).round())]
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        params = list(params) if params is not None else [p for p in self.model.parameters() if p.requires_grad]
+        if step is None:
+            def step(ts):
+                hs, _ = self.forward(ts, self.model.initial_state(self.N, self.device))
+                h = hs[-1]
+                if h.requires_grad:
+                    torch.autograd.grad(h, [p for p in params if p.requires_grad], torch.ones_like(h), allow_unused=True)
 
         def measure(candidate) -> list[float]:
             out = []
+            if not self.pipeline_decided:
+                self.prefetch.enabled = candidate.pipeline
+            saved = [p.grad for p in params]
             self.schedule(picks)  # the producer, when on, prepares the picks' frames as in training
             with torch.enable_grad():
                 for ts in picks:
+                    for p in params:          # as after the optimizer's zero_grad
+                        p.grad = None
                     t0 = time.perf_counter()
-                    hs, _ = self.forward(ts, self.model.initial_state(self.N, self.device))
-                    h = hs[-1]
-                    if h.requires_grad:
-                        torch.autograd.grad(h, params, torch.ones_like(h), allow_unused=True)
+                    step(ts)
                     if self.gpu:
                         torch.cuda.synchronize(self.device)
                     out.append(time.perf_counter() - t0)
             self.prefetch.close()
+            for p, g in zip(params, saved):
+                p.grad = g
             return out
         return measure
-
-    def _pipeline_pays(self, ranges: Sequence[Sequence[int]], rounds: int = 3) -> bool:
-        """Whether the pipelined feed runs the tuner's trial windows faster than inline preparation
-        (interleaved rounds, the fastest of each kept; the first pair is a warm-up)."""
-        measure = self._trial(ranges)
-        chosen = Candidate(self.tuner.frame_size, self.tuner.max_s_per)
-        best = {True: math.inf, False: math.inf}
-        for r in range(rounds + 1):
-            for on in (True, False):
-                self.prefetch.enabled = on
-                seconds = sum(measure(chosen))
-                if r:
-                    best[on] = min(best[on], seconds)
-        log.info("frames: pipelined feed %.1f ms, inline %.1f ms on the trial windows: pipeline %s",
-                 1e3 * best[True], 1e3 * best[False], "on" if best[True] < best[False] else "off")
-        return best[True] < best[False]
 
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
@@ -462,47 +458,51 @@ class FrameEngine:
         self.prefetch.take_stats()
         self.schedule(ranges)
 
-    def end_epoch(self, seconds: float, ranges) -> dict[str, float]:
+    def end_epoch(self, seconds: float, ranges, step=None, params=None) -> dict[str, float]:
         """After an epoch's training of ``seconds``: its figures for metrics.parquet (frame size, the
-        S_per cap, the tuner's seconds, first-layer aggregations, bytes fed, exposed and hidden
-        transfer). After the profiling epoch (one snapshot per frame), the tuner times its candidates
-        on windows of ``ranges()`` (the epoch's ranges) and freezes the fastest (:meth:`_trial`; the
-        stall check keeps the epoch's compute time and feed rate), and the partitions of ``ranges()``
-        are built on the host."""
+        S_per cap, whether the pipeline runs, the tuner's seconds, first-layer aggregations, bytes
+        fed, exposed and hidden transfer). After the profiling epoch (one snapshot per frame), the
+        tuner times its candidates on windows of ``ranges()`` (the epoch's ranges; ``step`` and
+        ``params`` as :meth:`_trial`) and freezes the fastest, with the pipeline when it is "auto"
+        (:meth:`FrameTuner.freeze`; the stall check keeps the epoch's compute time and feed rate),
+        and the partitions of ``ranges()`` are built on the host."""
         self.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
         c = self.take_counts()
         p = self.prefetch.take_stats()
         tuner = self.tuner
         tuning = 0.0
-        if not tuner.frozen:
+        if not tuner.frozen or not self.pipeline_decided:
+            was_frozen = tuner.frozen
             per_snapshot = seconds / max(c["snapshots"], 1)
             rate = c["bytes_fed"] / p["exposed_s"] if p["exposed_s"] > 0 and c["bytes_fed"] else None
             rs = ranges()
+            pipelines = (False, True) if not self.pipeline_decided else (self.prefetch.enabled,)
             t0 = time.perf_counter()
-            S = tuner.freeze(per_snapshot, rate, measure=self._trial(rs), partitions=self._partitions_matter())
+            S = tuner.freeze(per_snapshot, rate, measure=self._trial(rs, step=step, params=params),
+                             partitions=self._partitions_matter(), pipelines=pipelines)
             tuning = time.perf_counter() - t0
+            self.prefetch.enabled = bool(tuner.pipeline)
+            self.pipeline_decided = True
             self.take_counts()          # the trials' frames are no epoch's
             self.prefetch.take_stats()
-            timed = ", ".join(f"{c.frame_size}/{c.max_s_per} {1e3 * trial_seconds(t):.1f}" for c, t in tuner.timings.items())
-            log.info("frames: profiling epoch done, S = %d snapshots per frame, S_per <= %d (memory bound %.0f MiB, "
-                     "%.0f KiB per snapshot; timed S/S_per cap, ms: %s; %.2f s)", S, tuner.max_s_per,
-                     tuner.bytes_available / MiB, tuner.snapshot_bytes / 1024, timed or "none", tuning)
-            # the trials' partitions of other candidates are dropped, the chosen one's built for all ranges
-            keep = self._part_keys(rs)
-            for parts in (self._host_parts, self._dev_parts):
-                for key in [k for k in parts if k not in keep]:
-                    part = parts.pop(key)
-                    if parts is self._dev_parts:
-                        self._dev_parts_bytes -= part.nbytes
-            self.prepare_host(rs)
-        if not self.pipeline_decided and tuner.frozen:
-            t0 = time.perf_counter()
-            self.prefetch.enabled = self._pipeline_pays(ranges())
-            self.pipeline_decided = True
-            self.take_counts()
-            self.prefetch.take_stats()
-            tuning += time.perf_counter() - t0
-        return {"frame_size": float(tuner.frame_size), "pipeline_on": float(self.prefetch.enabled), "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
+            timed = "; ".join(", ".join(f"{c.frame_size}/{c.max_s_per}{'/pipe' if c.pipeline else ''} "
+                                        f"{1e3 * trial_seconds(t):.1f}" for c, t in stage.items())
+                              for stage in (tuner.timings, tuner.finals) if stage)
+            log.info("frames: profiling epoch done, S = %d snapshots per frame, S_per <= %d, pipeline %s (memory "
+                     "bound %.0f MiB, %.0f KiB per snapshot; timed S/S_per cap[/pipe], ms: %s; %.2f s)", S,
+                     tuner.max_s_per, "on" if tuner.pipeline else "off", tuner.bytes_available / MiB,
+                     tuner.snapshot_bytes / 1024, timed or "none", tuning)
+            if not was_frozen:
+                # the trials' partitions of other candidates are dropped, the chosen one's built for all ranges
+                keep = self._part_keys(rs)
+                for parts in (self._host_parts, self._dev_parts):
+                    for key in [k for k in parts if k not in keep]:
+                        part = parts.pop(key)
+                        if parts is self._dev_parts:
+                            self._dev_parts_bytes -= part.nbytes
+                self.prepare_host(rs)
+        return {"frame_size": float(tuner.frame_size), "pipeline_on": float(self.prefetch.enabled),
+                "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),
                 "bytes_fed": float(c["bytes_fed"]), "transfer_exposed_s": p["exposed_s"],
                 "transfer_hidden_s": p["hidden_s"]}
@@ -558,8 +558,17 @@ class Frames(Strategy):
     def train_step(self, ends: Sequence[int]) -> float:
         return self.backward_windows(ends)
 
+    def _trial_step(self, ts: Sequence[int]) -> None:
+        """One window's training step as :meth:`backward_windows` runs it (the tuner's trials)."""
+        h = self.embed(ts)
+        _, grad = head_backward(self.run, h, ts[-1])
+        if grad is not None:
+            with self.run.timer.phase("backward"):
+                h.backward(grad)
+
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
-        return self.engine.end_epoch(seconds, self._epoch_windows)
+        return self.engine.end_epoch(seconds, self._epoch_windows, step=self._trial_step,
+                                     params=self.run.parameters())
 
 
 def engine_for(run: Run) -> FrameEngine:
