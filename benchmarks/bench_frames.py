@@ -5,8 +5,8 @@ parallel GNN alone (frames, reuse and pipeline off) and full PiPAD (frames, tune
 Per model (T-GCN as PyG Temporal's TGCN, graph_input "x"; EvolveGCN-O; MPNN-LSTM) and dataset
 (CollegeMsg in daily snapshots; a churn store with ~10% of edges changing per snapshot;
 england_covid and twitter_tennis from ../shared/data when present) it prints the median epoch time
-(the first epoch, PiPAD's profiling epoch, left out; the tuner's trials after it, which choose S and
-the S_per cap by timing them, are printed apart as a one-off) and each rung's speed-up over the PyG-T loop and
+(the first epoch, PiPAD's profiling epoch, left out; the tuner's trials after it, which choose S,
+the S_per cap and the pipeline by timing them, are printed apart as a one-off) and each rung's speed-up over the PyG-T loop and
 over sequential, the largest relative difference of the loss curve from sequential's, the phase
 shares, first-layer aggregations and bytes fed per epoch, and the recurrence's share of full PiPAD's
 epoch with the bound on the speed-up it implies (the recurrence, H_t from H_{t-1}, is what frames
@@ -101,7 +101,7 @@ def run_rung(path, model: str, rung: str, epochs: int, window: int, threads: int
     if "tuning_s" in metrics:   # the tuner's trials after the profiling epoch (a one-off, outside every epoch)
         out["tuning_s"] = float(metrics["tuning_s"].sum())
     for k in ("first_layer_aggregations", "bytes_fed", "transfer_exposed_s", "transfer_hidden_s", "frame_size",
-              "s_per_cap"):
+              "s_per_cap", "pipeline_on"):
         if k in after:
             out[k] = float(after[k].median())
     if rung in ("sequential", "pyg", "-A"):
@@ -166,7 +166,8 @@ def main() -> dict:
             share, rec = recurrence_bound(res["PiPAD"])
             bound = f"{base / rec:.1f}x over PyG-T, {seq / rec:.1f}x over sequential" if rec > 0 else "none"
             pp = res["PiPAD"]
-            print(f"    PiPAD S = {pp.get('frame_size', 0):.0f}, S_per <= {pp.get('s_per_cap', 0):.0f} (measured by the "
+            print(f"    PiPAD S = {pp.get('frame_size', 0):.0f}, S_per <= {pp.get('s_per_cap', 0):.0f}, pipeline "
+                  f"{'on' if pp.get('pipeline_on') else 'off'} (measured by the "
                   f"tuner in {pp.get('tuning_s', 0):.2f} s, once); recurrence {share:.0%} of its epoch "
                   f"({rec:.3f} s): speed-up bound {bound}")
             speedups["PiPAD/pyg"].append(base / res["PiPAD"]["epoch_s"])
