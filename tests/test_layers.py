@@ -1,5 +1,5 @@
 """Imports point down the layer order of DESIGN.md: the package-root helpers (the leaves first:
-errors, atomic, sortedkeys, timing; then splits, tables and config, which use them), data, dist, graph,
+errors, atomic, sortedkeys, timing, allocator; then splits, tables and config, which use them), data, dist, graph,
 models, then the stages in pipeline order (analysis, cost, schedule, train), report, and the CLI.
 
 A stage reads another stage's files, not its internals: a later stage may use an earlier stage's
@@ -17,7 +17,7 @@ SRC = Path(dynagnn.__file__).parent
 
 # Lowest first. A module may import from its own package and from any package of a lower layer.
 LAYERS = [
-    {"__init__", "errors", "atomic", "sortedkeys", "timing"},
+    {"__init__", "errors", "atomic", "sortedkeys", "timing", "allocator"},
     {"splits", "tables", "config"},
     {"data"},
     {"dist"},
