@@ -161,3 +161,19 @@ def test_the_checkpoint_holds_the_memory_the_best_epoch_left(store, tmp_path, mo
     torch.save(bad, tmp_path / "bad.pt")
     with pytest.raises(TrainingError, match="memory buffer 'memory'"):
         again.load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_jodie_standardises_the_memory_age_over_the_stream_from_its_start():
+    """memory_age_stats against a loop over the events: each endpoint's time since its previous
+    event, a node's first counted from the start (TGN's and DyGLib's statistics)."""
+    from dynagnn.train.strategies.events import memory_age_stats
+
+    ev = random_events(n_nodes=12, n_events=300, t_max=5000, seed=3)
+    src, dst, t = np.asarray(ev.src), np.asarray(ev.dst), np.asarray(ev.t, dtype=np.float64)
+    last, gaps = {}, []
+    for a, b, tt in zip(src, dst, t):
+        for n in (a, b):
+            gaps.append(tt - last.get(n, -7.0))
+            last[n] = tt
+    mean, std = memory_age_stats(src, dst, t, -7.0)
+    assert mean == pytest.approx(np.mean(gaps), rel=1e-12) and std == pytest.approx(np.std(gaps), rel=1e-12)
