@@ -27,10 +27,11 @@ rule schedule:
         window=lambda wildcards: schedule_run(wildcards)["window"],
         hidden=lambda wildcards: schedule_run(wildcards)["hidden"],
         task=lambda wildcards: schedule_run(wildcards)["task"],
+        depth=config.get("schedule", {}).get("pipeline_depth", 4),
     conda:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn schedule {input.store:q} --predictor {input.predictor:q} --model {wildcards.model} "
         "--workers {wildcards.workers} --window {params.window} --hidden {params.hidden} --task {params.task} "
-        "--stats {input.stats:q} "
+        "--stats {input.stats:q} --pipeline-depth {params.depth} "
         "--overlap {input.overlap:q} --out {output.plan:q} --figure {output.figure:q} > {log:q} 2>&1"

@@ -33,8 +33,8 @@ def keep_freed_heap() -> bool:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return False
-    ok = all(libc.mallopt(p, v) == 1 for p, v in ((_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB),
-                                                  (_M_TOP_PAD, 64 * MiB)))
-    log.info("glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB)%s",
-             "" if ok else ": refused")
+    ok = all([libc.mallopt(p, v) == 1 for p, v in ((_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB),
+                                                   (_M_TOP_PAD, 64 * MiB))])  # a list: every setting is tried
+    log.info("glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB, top pad 64 MiB)%s",
+             "" if ok else ": some setting refused")
     return ok

@@ -181,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--balance", choices=("dp", "eq2", "even"), default="dp",
                     help="intra-worker split: dp (exact programme, default), eq2 (printed Eq. 2), even")
     sc.add_argument("--memory-gb", type=_positive(float), default=8.0, help="device memory for one tuner partition (default 8)")
+    sc.add_argument("--pipeline-depth", type=_positive(int), default=4,
+                    help="groups p1's queue holds (default 4: a shorter fill and drain than BLAD's 2, at the "
+                         "price of two more groups' activations held)")
     sc.add_argument("--figure", type=Path, help="the figure (PNG; default: plan-<workers>.png beside --out)")
     sc.add_argument("--windows", choices=("train", "all"), default="train",
                     help="which groups to plan: train (default: the training windows of --task, what the group "
@@ -460,7 +463,8 @@ def cmd_schedule(args) -> None:
         transfers = transfer_bytes(store, args.model, args.hidden, groups, args.task)  # what the hand-overs move
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
-                          memory_bytes=args.memory_gb * 2**30, groups=groups, tail=tail, transfers=transfers)
+                          memory_bytes=args.memory_gb * 2**30, groups=groups, tail=tail, transfers=transfers,
+                          depth=args.pipeline_depth)
     s = plan.summary()
     log.info("%s/%s on %d workers: predicted epoch %.4gs (even split %.4gs), worker imbalance max/mean %.3f "
              "(even %.3f), synchronisation %.1f%% (even %.1f%%)", plan.dataset, plan.model, plan.num_workers,

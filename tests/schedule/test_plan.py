@@ -49,6 +49,20 @@ def test_wrong_dataset_model_version(tmp_path):
         SchedulePlan.load(tmp_path / "missing.json")
 
 
+@pytest.mark.parametrize("depth", [0, -2, 1.5, "4", True])
+def test_a_queue_bound_below_one_group_is_refused(tmp_path, depth):
+    """p1 must be able to hold one group: a plan saying otherwise would leave p2 waiting for ever."""
+    d = make_plan().to_dict()
+    d["meta"]["pipeline_depth"] = depth
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(InputError, match=r"plan\.json.*meta\.pipeline_depth .*: p1's queue bound must be an integer >= 1"):
+        SchedulePlan.load(path)
+    d["meta"]["pipeline_depth"] = 3
+    path.write_text(json.dumps(d))
+    assert SchedulePlan.load(path).depth == 3
+
+
 def test_hand_overs_and_all_reduce_in_the_predicted_epoch():
     """transfer_costs turns bytes into seconds at the channel's measured line; the plan charges the
     hand-overs to the processes' tasks and adds the all-reduce to the epoch (known answers)."""

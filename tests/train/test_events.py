@@ -143,13 +143,22 @@ def test_a_store_without_node_features_trains_the_event_models(tmp_path):
 
 @pytest.mark.parametrize("model", ["tgn", "apan"])
 def test_the_checkpoint_holds_the_memory_the_best_epoch_left(store, tmp_path, model):
-    """model.pt keeps every node's memory and mailbox as the best epoch's test pass left them (one
-    epoch: the memory the trainer holds at the end), and a new trainer loading it holds them again."""
-    tr = Trainer(store, config(model, epochs=1), progress=False)
+    """model.pt keeps every node's memory and mailbox as the best epoch's test pass left them (epoch
+    0 of 2, made the best: not the memory the trainer holds at the end), and a new trainer loading it
+    holds them again."""
+    tr = Trainer(store, config(model, epochs=2), progress=False)
+    s, real, passes = tr.strategy, tr.strategy.evaluate, []
+
+    def evaluate(units):  # val 0, test 0, val 1, test 1: epoch 1 scores worse, epoch 0 stays the best
+        m = real(units)
+        passes.append(s.memory.state())
+        return dict(m, ap=-1.0) if len(passes) == 3 else m
+    s.evaluate = evaluate
     tr.fit()
     ck = tr.checkpoint()
-    held = tr.strategy.memory.state()
-    assert set(ck["buffers"]) == set(held) and held["memory_ts"].max() > 0
+    held = passes[1]
+    assert ck["epoch"] == 0 and set(ck["buffers"]) == set(held) and held["memory_ts"].max() > 0
+    assert not torch.equal(held["memory"], passes[3]["memory"])  # so the test can tell the epochs apart
     for k, v in held.items():
         assert torch.equal(ck["buffers"][k], v), k
     torch.save(ck, tmp_path / "model.pt")

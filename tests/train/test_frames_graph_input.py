@@ -37,6 +37,11 @@ def test_graph_input_changes_the_checkpoint_fingerprint_of_tgcn_only():
     assert config(**gcrn).fingerprint("c", 3) == config(**gcrn, graph_input="x").fingerprint("c", 3)
 
 
+def test_graph_input_of_another_model_is_refused(store):
+    with pytest.raises(ConfigError, match=r"graph_input 'x' is T-GCN's variant \(tgcn\); gcrn has none"):
+        Trainer(store, config(model="gcrn", graph_input="x"), progress=False)
+
+
 def test_graph_input_flag_and_bad_value():
     assert "graph_input" in TRAIN_FLAGS
     args = _parser().parse_args(["train", "s.zarr", "--out-dir", "out", "--graph-input", "x"])

@@ -97,6 +97,18 @@ def test_fixed_frame_size_chooses_only_the_pipeline():
     assert fixed.freeze(measure=seen.append, pipelines=(True,)) == 4 and fixed.pipeline is True and len(seen) == 8
 
 
+def test_fixed_frame_size_keeps_what_it_ran_with():
+    """Choosing the pipeline for a hand-fixed S leaves the stall check off (no compute time or feed
+    rate taken from the profiling epoch) and the S_per cap as it was."""
+    t = FrameTuner(lambda a, s: (1.0, 0), window=8, snapshot_bytes=10, bytes_available=1e6, frame_size=4)
+    cap = t.max_s_per
+    t.freeze(0.25, 1e6, measure=lambda c: 0.5 if c.pipeline else 1.0, pipelines=(False, True))
+    assert t.pipeline is True and t.compute_time is None and t.bytes_per_second is None and t.max_s_per == cap
+    free = FrameTuner(lambda a, s: (1.0, 0), window=8, snapshot_bytes=10, bytes_available=1e6)
+    free.freeze(0.25, 1e6, measure=lambda c: 1.0, pipelines=(False, True))
+    assert (free.compute_time, free.bytes_per_second) == (0.25, 1e6)
+
+
 def test_without_measurements_the_memory_bound_decides():
     t = FrameTuner(lambda a, s: (1.0, 0), window=8, snapshot_bytes=10, bytes_available=1e6)
     assert t.freeze() == 8 and t.max_s_per == 8 and t.timings == {}

@@ -391,6 +391,9 @@ def profile_operators(grid: Grid | Sequence[Point], device: str | torch.device =
     """
     from tqdm.auto import tqdm
 
+    from dynagnn.allocator import keep_freed_heap
+
+    keep_freed_heap()  # timed under the allocator training runs under
     dev = resolve_device(device)
     points = grid.points() if isinstance(grid, Grid) else list(grid)
     label = device_label(dev)

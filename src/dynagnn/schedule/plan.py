@@ -109,6 +109,10 @@ class SchedulePlan:
             if want is not None and d.get(key) != want:
                 raise InputError(f"plan is for {key} {d.get(key)!r}, expected {want!r}; re-run the schedule "
                                  f"stage for this {key.replace('_', ' ')}", where)
+        meta = d.get("meta") or {}
+        depth = meta.get("pipeline_depth", PIPELINE_DEPTH) if isinstance(meta, dict) else PIPELINE_DEPTH
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise InputError(f"meta.pipeline_depth {depth!r}: p1's queue bound must be an integer >= 1", where)
         try:
             return cls(dataset=str(d["dataset"]), model=str(d["model"]), group_len=int(d["group_len"]),
                        groups=GroupPlan.from_dict(d["groups"]),

@@ -206,9 +206,11 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",
                    memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None, tail: dict | None = None,
-                   transfers: dict | None = None, out: str | Path | None = None) -> SchedulePlan:
+                   transfers: dict | None = None, depth: int = DEFAULT_PIPELINE_DEPTH,
+                   out: str | Path | None = None) -> SchedulePlan:
     """Predict every snapshot's l[i], b[i] for ``model`` on the store and plan ``workers`` workers with
-    groups of ``window`` snapshots (module docstring); write the plan to ``out`` when given. Raises
+    groups of ``window`` snapshots and p1's queue bound ``depth`` (module docstring); write the plan
+    to ``out`` when given. Raises
     CostError (the predictor lacks an operator the model needs), ConfigError (more workers than
     groups, a window longer than the store) or InputError (a table of another store)."""
     from ..cost.predictor import Predictor
@@ -217,7 +219,7 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     plan = plan_store(open_store(store_path), Predictor.load(predictor_path), model=model, workers=workers,
                       window=window, hidden=hidden, stats=stats, overlap=overlap, strategy=strategy,
                       balance_method=balance_method, memory_bytes=memory_bytes, groups=groups,
-                      predictor_source=str(predictor_path), tail=tail, transfers=transfers)
+                      predictor_source=str(predictor_path), tail=tail, transfers=transfers, depth=depth)
     if out is not None:
         plan.save(out)
     return plan

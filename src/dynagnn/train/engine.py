@@ -15,7 +15,8 @@ early stopping for everyone, and writes the outputs.
 Outputs (under ``out``): ``metrics.parquet`` (one row per epoch: loss, train seconds, ``val_*``,
 ``test_*``), ``timings.parquet`` (one row per epoch, worker and phase, :mod:`dynagnn.timing`; epoch
 -1 holds the one-off ``load`` of the store), ``comm.parquet`` (bytes sent per epoch, worker, stage
-(train or eval) and collective; empty on one worker), ``model.pt`` (the best epoch's weights with the
+(setup, train, eval, or checkpoint: the tgnn memory gathered for model.pt) and collective; empty on one
+worker), ``model.pt`` (the best epoch's weights with the
 fingerprint of the model, task, data and hyper-parameters; for the event models also ``buffers``,
 every node's memory and mailbox as that epoch's test pass left them, which weights alone cannot
 rebuild). All are written to temporary names and
@@ -246,9 +247,11 @@ class Trainer:
             better = math.isfinite(score) and (best is None or (score > best if self.task.maximize else score < best))
             if better:
                 best, since = score, 0
+                buffers = self.strategy.state_buffers()  # collective: every worker takes the same decision
+                self._count_comm(epoch, "checkpoint")
                 best_state = {"epoch": epoch, "model": copy.deepcopy(self.model.state_dict()),
                               "head": copy.deepcopy(self.head.state_dict()),
-                              "buffers": self.strategy.state_buffers()}
+                              "buffers": buffers if self.ctx.is_main else None}  # only rank 0 writes
             else:
                 since += 1
             bar.set_postfix(loss=f"{loss:.4f}", **{f"val_{self.task.primary}": f"{score:.4f}"})

@@ -43,6 +43,7 @@ import torch
 
 from dynagnn.dist.comm import Comm
 from dynagnn.dist.context import DistContext
+from dynagnn.errors import ConfigError
 from dynagnn.models.base import DynamicGNN
 from dynagnn.timing import PhaseTimer
 from dynagnn.train.tasks import Split, chronological_split, infer_task, make_task
@@ -144,8 +145,12 @@ class Strategy:
         from dynagnn.models import build_model, model_class
 
         kw = {}
+        graph_input = getattr(config, "graph_input", "xh")
         if "graph_input" in inspect.signature(model_class(config.model)).parameters:   # T-GCN's variant
-            kw["graph_input"] = getattr(config, "graph_input", "xh")
+            kw["graph_input"] = graph_input
+        elif graph_input != "xh":
+            raise ConfigError(f"graph_input {graph_input!r} is T-GCN's variant (tgcn); {config.model} has none: "
+                              "leave graph_input at its default, xh")
         return build_model(config.model, in_dim, config.hidden, **kw)
 
     @staticmethod

@@ -52,9 +52,12 @@ def memory_age_stats(src: np.ndarray, dst: np.ndarray, t: np.ndarray, start: flo
     """Mean and standard deviation of the time since a node's previous event (its first event
     counted from ``start``), over every event's endpoints: JODIE's standardisation of Δt.
 
-    The engine takes them over the whole stream from its first time, as TGN's and DyGLib's code do
-    (``compute_time_statistics`` / ``compute_src_dst_node_time_shifts``: two numbers of the later
-    periods' timing, never their links). The first events' long gaps widen the scale: on CollegeMsg
+    The engine takes them over the whole stream from its first time, adapting what TGN's and
+    DyGLib's code do (``compute_time_statistics`` / ``compute_src_dst_node_time_shifts``: over the
+    whole stream, a node's first event counted from time 0 of timestamps that start near 0, two
+    numbers of the later periods' timing but never their links); they keep sources' and
+    destinations' gaps apart (as sources, as destinations), here one projection serves both and a
+    gap is the memory's age, since the node's last event in either role. The first events' long gaps widen the scale: on CollegeMsg
     the training events' gaps between events alone have a standard deviation of 1.0e5 s, against
     6.9e5 s so; at 1.0e5 s the projection is seven times steeper, and JODIE's test AP fell late in
     training while its validation AP rose (seed 2: 80.0 at the best epoch, against 91.5 with

@@ -33,7 +33,6 @@ state (BLAD's p1 runs [a, b) and hands the state to p2, which runs [b, c)).
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -67,7 +66,6 @@ def default_memory_bytes(device: torch.device) -> float:
         return 0.5 * free
     mem = physical_memory()
     return 0.25 * mem if mem else 2.0 * 2 ** 30
-
 
 
 class ReuseCache:

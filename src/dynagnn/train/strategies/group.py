@@ -60,6 +60,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
+from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
@@ -91,8 +92,11 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
     import statistics
     import time
 
+    from dynagnn.allocator import keep_freed_heap
     from dynagnn.models import build_model
     from dynagnn.train.tasks import make_task
+
+    keep_freed_heap()  # timed under the allocator training runs under
 
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
@@ -176,7 +180,8 @@ def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
     # the channel is not timed here: this is a worker process, which cannot start the two it needs
     transfers = transfer_bytes(run.store, model, hidden, run.train_ends, run.task.name)
     return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
-                      groups=run.train_ends, predictor_source="profiled at start", tail=tail, transfers=transfers)
+                      groups=run.train_ends, predictor_source="profiled at start", tail=tail, transfers=transfers,
+                      depth=PIPELINE_DEPTH)  # BLAD's own queue, as the README says of a plan made at start
 
 
 class GroupPipeline(Strategy):
