@@ -18,7 +18,7 @@ from dynagnn.train.strategies.sequential import Sequential
 from .conftest import small_store
 
 WINDOW = 8
-MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm"]
+MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm"]
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ import math
 import torch
 from torch import nn
 
+from dynagnn.graph import csr
 from dynagnn.timing import section
 
 from .base import DynamicGNN, State
@@ -110,22 +111,32 @@ class _EvolveGCN(DynamicGNN):
 
     def frame_forward(self, frame, state: State):
         """Per layer: the S evolved weights (the recurrence: a chain of small matrices), then the S
-        convolutions at once: ``Â X`` reused for layer 1, the parallel aggregation for layer 2, one
-        batched GEMM with the S weights (PiPAD: no weight reuse for EvolveGCN)."""
+        convolutions (:meth:`_convolve_frame`; PiPAD: no weight reuse for EvolveGCN)."""
         z, new_state = None, []
         for l, (layer, cell) in enumerate(zip(self.layers, self.cells)):
             w, ws = state[l], []
             with section("rnn"):
                 layer_in = frame.x if z is None else z     # None for -O, whose GRU reads only W
-                ins = [None] * frame.size if layer_in is None else layer_in.unbind(0)
+                ins = [None] * frame.size if layer_in is None else list(layer_in)
                 for i in range(frame.size):
                     w = cell(self._rnn_input(l, ins[i], w), w)
                     ws.append(w)
-            az = frame.ax if z is None else frame.aggregate(z)
-            with section("nn_op"):
-                z = torch.bmm(az, torch.stack(ws)).relu_()   # in place: bmm's backward reads only its inputs
+            z = self._convolve_frame(frame, z, ws)
             new_state.append(w)
         return z, tuple(new_state)
+
+    @staticmethod
+    def _convolve_frame(frame, z, ws) -> list[torch.Tensor]:
+        """``ReLU(Â_t X_t W_t)`` of the S snapshots (``z``: the previous layer's S outputs [N, F], None
+        for the first layer, whose ``Â X`` is the frame's reused ``ax``; ``ws``: the S weights [F, H]),
+        each snapshot its own product and its own aggregation per partition: X^l_t reads only W^l_t
+        and snapshots <= t, so a backward from some of the S embeddings (a window's loss reads its
+        last) runs through theirs alone. One [S, N, H] batched product measured no faster forward,
+        and its backward ran all S (S − 1 of them on zeros)."""
+        az = frame.ax.unbind(0) if z is None else _aggregate_each(frame, z)
+        with section("nn_op"):
+            # in place: mm's backward reads only its inputs
+            return [torch.mm(a, w).relu_() for a, w in zip(az, ws)]
 
 
 class EvolveGCNO(_EvolveGCN):
@@ -160,11 +171,24 @@ class EvolveGCNO(_EvolveGCN):
                 m = torch.cat([cell.W[0] + cell.U[0], cell.W[1] + cell.U[1], cell.W[2]])     # [3F, F]
                 ws = _MatGRUChain.apply(m, cell.U[2], torch.cat(list(cell.B)), state[len(new_state)],
                                         frame.size)                                         # [S, F, H]
-            az = frame.ax if z is None else frame.aggregate(z)
-            with section("nn_op"):
-                z = torch.bmm(az, ws).relu_()
+            z = self._convolve_frame(frame, z, ws.unbind(0))
             new_state.append(ws[-1])
         return z, tuple(new_state)
+
+
+def _aggregate_each(frame, zs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``Â_t Z_t`` of each snapshot of ``frame`` (``zs``: S tensors [N, F]) as S tensors, one
+    autograd path per partition (:meth:`Frame.aggregate`'s values, without its concatenation, whose
+    backward would feed every partition a gradient, zeros where no output is read)."""
+    with section("graph_op"):
+        if frame.parts is None:
+            return [csr.aggregate(adj, zi) for adj, zi in zip(frame.adjs, zs)]
+        out, b = [], 0
+        for p in frame.parts:
+            blk = zs[b].unsqueeze(0) if p.size == 1 else torch.stack(zs[b:b + p.size])
+            out.extend(p.aggregate(blk).unbind(0))
+            b += p.size
+        return out
 
 
 class _MatGRUChain(torch.autograd.Function):
@@ -197,21 +221,30 @@ class _MatGRUChain(torch.autograd.Function):
     def backward(ctx, gout):
         m, uh, qs, zrs, cs = ctx.saved_tensors
         s, f = cs.shape[0], cs.shape[1]
+        prev = qs[:-1]
+        # every factor that reads no upstream gradient, for all steps at once: the loop is then
+        # 8 small kernels per step (each one a dispatch on a CPU: the chain's cost)
+        dzr = zrs * (1 - zrs)                                          # σ'  [S, 2F, H]
+        zt = zrs[:, :f] * (1 - cs * cs)                                # z ⊙ tanh'
+        zc = dzr[:, :f] * (cs - prev)                                  # σ'(z) ⊙ (c − q)
+        rq = dzr[:, f:] * prev                                         # σ'(r) ⊙ q
+        keep = 1 - zrs[:, :f]
+        r = zrs[:, f:]
+        mt, uht = m.t(), uh.t()
         d_g = torch.empty(s, 3 * f, cs.shape[2], dtype=cs.dtype, device=cs.device)
-        dq = torch.zeros_like(qs[0])
+        dq = gout[s - 1].clone()
         for i in range(s - 1, -1, -1):
-            dq = dq + gout[i]
-            q, zr, c = qs[i], zrs[i], cs[i]
-            z, r = zr[:f], zr[f:]
-            dac = dq * z * (1 - c * c)                      # d(pre-tanh)
-            d_rq = uh.t() @ dac
-            d_g[i, :2 * f] = torch.cat([dq * (c - q), d_rq * q]) * zr * (1 - zr)
-            d_g[i, 2 * f:] = dac
-            dq = dq * (1 - z) + d_rq * r + m.t() @ d_g[i]
-        prev = qs[:-1].transpose(1, 2).reshape(-1, f)                       # [S·H, F]: q_iᵀ stacked
-        d_m = d_g.permute(1, 0, 2).reshape(3 * f, -1) @ prev
-        rq = (zrs[:, f:] * qs[:-1]).transpose(1, 2).reshape(-1, f)
-        d_uh = d_g[:, 2 * f:].permute(1, 0, 2).reshape(f, -1) @ rq
+            if i < s - 1:
+                dq = dq + gout[i]
+            dac = torch.mul(dq, zt[i], out=d_g[i, 2 * f:])              # d(pre-tanh)
+            d_rq = torch.mm(uht, dac)
+            torch.mul(dq, zc[i], out=d_g[i, :f])
+            torch.mul(d_rq, rq[i], out=d_g[i, f:2 * f])
+            dq = torch.addmm(torch.addcmul(dq * keep[i], d_rq, r[i]), mt, d_g[i])
+        flat = prev.transpose(1, 2).reshape(-1, f)                      # [S·H, F]: q_iᵀ stacked
+        d_m = d_g.permute(1, 0, 2).reshape(3 * f, -1) @ flat
+        rqt = (r * prev).transpose(1, 2).reshape(-1, f)
+        d_uh = d_g[:, 2 * f:].permute(1, 0, 2).reshape(f, -1) @ rqt
         return d_m, d_uh, d_g.sum(0), dq, None
 
 
