@@ -42,6 +42,16 @@ def test_graph_input_of_another_model_is_refused(store):
         Trainer(store, config(model="gcrn", graph_input="x"), progress=False)
 
 
+@pytest.mark.parametrize("model, strategy", [("tgn", "events"), ("jodie", "tgnn"), ("graphsage", "sampled")])
+def test_graph_input_of_an_event_or_sampled_model_is_refused(model, strategy):
+    from dynagnn.train.strategies import strategy_class
+
+    cfg = config(model=model, strategy=strategy, graph_input="x")
+    with pytest.raises(ConfigError, match=rf"graph_input 'x' is T-GCN's variant \(tgcn\); {model} has none"):
+        strategy_class(strategy).build_model(cfg, 4)
+    assert strategy_class(strategy).build_model(config(model=model, strategy=strategy), 4) is not None
+
+
 def test_graph_input_flag_and_bad_value():
     assert "graph_input" in TRAIN_FLAGS
     args = _parser().parse_args(["train", "s.zarr", "--out-dir", "out", "--graph-input", "x"])

@@ -99,6 +99,14 @@ class Run:
         return list(self.model.parameters()) + list(self.head.parameters())
 
 
+def refuse_graph_input(config) -> None:
+    """ConfigError where ``graph_input`` is set for a model that has no such variant (only T-GCN has)."""
+    graph_input = getattr(config, "graph_input", "xh")
+    if graph_input != "xh":
+        raise ConfigError(f"graph_input {graph_input!r} is T-GCN's variant (tgcn); {config.model} has none: "
+                          "leave graph_input at its default, xh")
+
+
 class Strategy:
     name = ""
     procs_per_worker = 1
@@ -145,12 +153,10 @@ class Strategy:
         from dynagnn.models import build_model, model_class
 
         kw = {}
-        graph_input = getattr(config, "graph_input", "xh")
         if "graph_input" in inspect.signature(model_class(config.model)).parameters:   # T-GCN's variant
-            kw["graph_input"] = graph_input
-        elif graph_input != "xh":
-            raise ConfigError(f"graph_input {graph_input!r} is T-GCN's variant (tgcn); {config.model} has none: "
-                              "leave graph_input at its default, xh")
+            kw["graph_input"] = getattr(config, "graph_input", "xh")
+        else:
+            refuse_graph_input(config)
         return build_model(config.model, in_dim, config.hidden, **kw)
 
     @staticmethod

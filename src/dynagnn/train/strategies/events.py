@@ -36,7 +36,7 @@ from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tg
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
 from dynagnn.train.event_task import EventLinkTask, check_events, link_metrics
-from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 
 
 def edge_features(events) -> np.ndarray | None:
@@ -103,6 +103,7 @@ class EventStrategy(Strategy):
         if c.model not in TGNN_MODELS:
             raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not "
                               f"{c.model!r} (a snapshot model: use --strategy sequential)")
+        refuse_graph_input(c)
         if c.model in ("tgn", "apan") and c.memory_dim % 2:
             raise ConfigError(f"memory_dim {c.memory_dim}: {c.model}'s 2 attention heads need an even width")
         return build_tgnn(c.model, num_nodes, in_dim, c.memory_dim, c.time_dim, c.neighbors, **kw)

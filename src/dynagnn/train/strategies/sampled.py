@@ -50,7 +50,7 @@ from dynagnn.sortedkeys import row_offsets
 from dynagnn.train import metrics as M
 from dynagnn.train.cache import MIB, FeatureCache, StoreRows
 from dynagnn.train.stages import Pipeline
-from dynagnn.train.strategies.base import Run, Strategy
+from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 from dynagnn.train.tasks import Split, class_labels
 
 SEED_PARTITIONERS = ("bgl", "random")
@@ -145,6 +145,7 @@ class Sampled(Strategy):
         if model_cls is None:
             raise ConfigError(f"strategy {config.strategy} trains a model on sampled blocks "
                               f"({', '.join(SAMPLED_MODELS)}), not {config.model!r}")
+        refuse_graph_input(config)
         return model_cls(in_dim, config.hidden, num_layers=len(check_fanouts(config.fanouts)))
 
     @classmethod
