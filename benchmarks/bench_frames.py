@@ -20,8 +20,7 @@ store, one model, 2 epochs: seconds), ``DYNAGNN_BENCH_FRAMES_EPOCHS`` (default 4
 the words, e.g. ``churn``; default all).
 
 Every rung runs with glibc's malloc keeping freed memory (:func:`dynagnn.allocator.keep_freed_heap`,
-which every trainer sets for its process), the PyG-T re-creation included: the rungs share one
-process, and the setting is made before the first.
+which every trainer sets for its process, the PyG-T re-creation's included).
 """
 
 from __future__ import annotations
@@ -132,9 +131,6 @@ def main() -> dict:
     window = 4 if smoke else int(os.environ.get("DYNAGNN_BENCH_FRAMES_WINDOW", 8))
     threads = int(os.environ.get("DYNAGNN_BENCH_THREADS", 1))
     device = os.environ.get("DYNAGNN_BENCH_FRAMES_DEVICE", "cpu")
-    from dynagnn.allocator import keep_freed_heap
-
-    keep_freed_heap()  # every trainer sets it: set before the first rung all the same
     models = MODELS[:1] if smoke else MODELS
     if os.environ.get("DYNAGNN_BENCH_FRAMES_MODELS"):
         models = tuple(m for m in os.environ["DYNAGNN_BENCH_FRAMES_MODELS"].split(",") if m)

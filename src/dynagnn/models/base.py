@@ -61,6 +61,20 @@ class Frame:
                 return torch.cat([p.aggregate(zi) for p, zi in zip(self.parts, zs)])
             return torch.stack([csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, z.unbind(0))])
 
+    def aggregate_each(self, zs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """``Â_t Z_t`` of each snapshot (``zs``: S tensors [N, F']) as S tensors, one autograd path
+        per partition: :meth:`aggregate`'s values without its concatenation, whose backward would
+        feed every partition a gradient, zeros where no output is read."""
+        with section("graph_op"):
+            if self.parts is None:
+                return [csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, zs)]
+            out, b = [], 0
+            for p in self.parts:
+                blk = zs[b].unsqueeze(0) if p.size == 1 else torch.stack(list(zs[b:b + p.size]))
+                out.extend(p.aggregate(blk).unbind(0))
+                b += p.size
+            return out
+
     def adjacency(self, i: int) -> Adjacency:
         return self.adjs[i]
 

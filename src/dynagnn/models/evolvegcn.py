@@ -33,7 +33,6 @@ import math
 import torch
 from torch import nn
 
-from dynagnn.graph import csr
 from dynagnn.timing import section
 
 from .base import DynamicGNN, State
@@ -133,7 +132,7 @@ class _EvolveGCN(DynamicGNN):
         and snapshots <= t, so a backward from some of the S embeddings (a window's loss reads its
         last) runs through theirs alone. One [S, N, H] batched product measured no faster forward,
         and its backward ran all S (S − 1 of them on zeros)."""
-        az = frame.ax.unbind(0) if z is None else _aggregate_each(frame, z)
+        az = frame.ax.unbind(0) if z is None else frame.aggregate_each(z)
         with section("nn_op"):
             # in place: mm's backward reads only its inputs
             return [torch.mm(a, w).relu_() for a, w in zip(az, ws)]
@@ -174,21 +173,6 @@ class EvolveGCNO(_EvolveGCN):
             z = self._convolve_frame(frame, z, ws.unbind(0))
             new_state.append(ws[-1])
         return z, tuple(new_state)
-
-
-def _aggregate_each(frame, zs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``Â_t Z_t`` of each snapshot of ``frame`` (``zs``: S tensors [N, F]) as S tensors, one
-    autograd path per partition (:meth:`Frame.aggregate`'s values, without its concatenation, whose
-    backward would feed every partition a gradient, zeros where no output is read)."""
-    with section("graph_op"):
-        if frame.parts is None:
-            return [csr.aggregate(adj, zi) for adj, zi in zip(frame.adjs, zs)]
-        out, b = [], 0
-        for p in frame.parts:
-            blk = zs[b].unsqueeze(0) if p.size == 1 else torch.stack(zs[b:b + p.size])
-            out.extend(p.aggregate(blk).unbind(0))
-            b += p.size
-        return out
 
 
 class _MatGRUChain(torch.autograd.Function):

@@ -145,13 +145,9 @@ def task_times(splits, l, b, recv=None) -> tuple[np.ndarray, np.ndarray, np.ndar
     m, k = l.shape
     if p.shape != (m,) or (p < 0).any() or (p > k).any():
         raise ConfigError(f"splits: expected {m} integers in 0..{k}, got {p.tolist()}")
-    rq, rc = _recv(recv, m, k)
-    cl = np.concatenate([np.zeros((m, 1)), np.cumsum(l, axis=1)], axis=1)
-    cb = np.concatenate([np.zeros((m, 1)), np.cumsum(b, axis=1)], axis=1)
+    A, C, Q = _prefix_tables(l, b, 0, k, recv)
     r = np.arange(m)
-    a, c = cl[r, p], cb[r, p]
-    q = cl[:, -1] + cb[:, -1] - a - c + rq[r, p]
-    return a, c + rc[r, p], q
+    return A[r, p], C[r, p], Q[r, p]
 
 
 def simulate(splits, l, b, trace: list | None = None, recv=None, depth: int = PIPELINE_DEPTH) -> float:

@@ -50,7 +50,7 @@ from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
-from dynagnn.train.strategies.base import Run, Strategy, head_backward
+from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
 
 log = logging.getLogger(__name__)
@@ -557,12 +557,8 @@ class Frames(Strategy):
         return self.backward_windows(ends)
 
     def _trial_step(self, ts: Sequence[int]) -> None:
-        """One window's training step as :meth:`backward_windows` runs it (the tuner's trials)."""
-        h = self.embed(ts)
-        _, grad = head_backward(self.run, h, ts[-1])
-        if grad is not None:
-            with self.run.timer.phase("backward"):
-                h.backward(grad)
+        """One window's training step, the tuner's trials: :meth:`backward_windows` of its end."""
+        self.backward_windows([ts[-1]])
 
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
         return self.engine.end_epoch(seconds, self._epoch_windows, step=self._trial_step,
