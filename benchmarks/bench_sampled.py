@@ -86,10 +86,7 @@ def main(smoke: bool | None = None) -> dict:
                 cache_l1_mb=level_mb, cache_l2_mb=3 * level_mb, device=device,
                 seed_fractions=[0.05, 0.01, 0.01] if smoke else [0.01, 0.001, 0.001])
     cores = sorted(os.sched_getaffinity(0))
-    if len(cores) > 2:
-        isolated = {"sample": cores[:1], "fetch": cores[1:2], "train": cores[2:]}
-    else:
-        isolated = {"sample": cores[:1], "fetch": cores[-1:], "train": cores[-1:]} if len(cores) > 1 else None
+    isolated = None if len(cores) < 2 else {"sample": cores[:1], "fetch": cores[1:2], "train": cores[2:] or cores[1:2]}
     runs = [(label, strategy, {}) for label, strategy, _ in CONFIGS]
     runs.append(("FIFO + proximity, stages isolated", "sampled", {"stage_cores": isolated}))
     print(f"\n== sampled training (BGL): {store.attrs.get('name')} ({graph}: {GRAPHS[graph] or 'the default'}) "
