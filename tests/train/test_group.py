@@ -64,7 +64,8 @@ def config(model, strategy, workers, **kw):
 
 
 def one_step(store_path, cfg, ends, ctx=None, comm=None):
-    """(loss, {param: grad}, deepest queue, GCN layer orders, steps of the epoch for B = 3)."""
+    """(loss, {param: grad}, deepest queue, GCN layer orders, steps of the epoch for B = 3, (whether the
+    pair's hand-overs went through shared memory, how many went over gloo instead))."""
     tr = Trainer(store_path, cfg, progress=False, ctx=ctx, comm=comm)
     tr.run.epoch = 1
     tr.optimizer.zero_grad(set_to_none=True)
@@ -73,7 +74,9 @@ def one_step(store_path, cfg, ends, ctx=None, comm=None):
     grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
     orders = [layer.order for layer in find_gcn_layers(tr.model)]
     steps = tr.strategy.steps(tr.split.train, 3)
-    return loss, grads, getattr(tr.strategy, "max_queue", None), orders, steps
+    channel = getattr(tr.strategy, "channel", None)
+    shm = (channel.shared, channel.via_gloo) if channel is not None else None
+    return loss, grads, getattr(tr.strategy, "max_queue", None), orders, steps, shm
 
 
 def _group_steps(ctx, comm, store_path, cases):
@@ -119,6 +122,7 @@ def test_group_step_equals_sequential(store, tmp_path, workers):
             if rank % 2 == 0:  # p1's queue: the plan's depth (2, or 3 for tgcn's) when it has the groups, never more
                 assert plan.depth == (3 if m == "tgcn" else 2)
                 assert res[key][2] == min(plan.depth, len(mine))
+            assert res[key][5] == (True, 0)  # every hand-over through the ring: it holds the queue's messages
     # the plan's operator order: a flipped layer runs the other order than the default ("auto")
     other = {"aggregate_first": "update_first", "update_first": "aggregate_first"}
     for m in MODELS:

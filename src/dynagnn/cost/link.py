@@ -2,16 +2,17 @@
 
 BLAD's pipeline hands each group's hidden state from process p1 to p2 and the state's gradient
 back, and every step ends with the gradient all-reduce. BLAD calls the hand-over negligible (a
-device memory pool); here the two processes exchange it through gloo over the loopback, where the
-receiver copies each message out of the socket: measured 0.25-0.6 ms for 64 KiB-1.25 MiB on this
-project's 2-core machine, about a millisecond per group when a group's state and its gradient
-cross, against a few milliseconds of compute per snapshot. The cost model therefore times the
-channel once (:func:`profile_link`, two gloo processes of one worker) and fits each kind as a line
-in the bytes moved, ``seconds = latency + bytes · per_byte`` (non-negative least squares on
-relative errors, as the operators are fitted):
+device memory pool); here the two processes exchange it through the pair's channel
+(:class:`~dynagnn.dist.pair_channel.PairChannel`: memory both map and a gloo doorbell), where the
+receiver waits for the doorbell and copies the message out: about 0.1 ms of doorbell and a memory
+copy, against 0.25-0.6 ms for 64 KiB-1.25 MiB read from gloo's socket on this project's 2-core
+machine. The cost model therefore times the channel once (:func:`profile_link`, two gloo processes
+of one worker) and fits each kind as a line in the bytes moved, ``seconds = latency + bytes ·
+per_byte`` (non-negative least squares on relative errors, as the operators are fitted):
 
-- ``handover``: the receiver's time to take a message its partner already sent (the copy the
-  receiving process pays; the sender's ``isend`` returns at once);
+- ``handover``: the receiver's time to take a message its partner already sent through the
+  channel (the doorbell and the copy the receiving process pays; the sender's copy into the
+  shared ring is timed with its own work);
 - ``allreduce``: one all-reduce of a float32 buffer over the two processes, both ready.
 
 The fitted :class:`LinkCost` is kept in the predictor's ``meta["link"]``; the schedule stage charges
@@ -41,28 +42,42 @@ DEFAULT_SIZES: tuple[int, ...] = (4096, 65536, 262144, 1048576, 4194304)
 
 
 def _link_body(ctx, sizes: Sequence[int], repeats: int, pause_s: float) -> list[dict]:
-    """One process of :func:`profile_link`: rank 1 times receiving what rank 0 sent ``pause_s``
-    before; both time all-reduces (rank 0's rows are kept)."""
+    """One process of :func:`profile_link`: rank 1 times taking what rank 0 sent through the pair's
+    channel ``pause_s`` before; both time all-reduces (rank 0's rows are kept)."""
     import torch
     import torch.distributed as dist
 
+    from ..dist.comm import Comm
+    from ..dist.pair_channel import PairChannel, message_bytes
+
     rows = []
+    channel = PairChannel.open(Comm(ctx, sync_timing=False), 1 - ctx.rank, ctx.rank == 0,
+                               2 * message_bytes((max(int(n) for n in sizes) // 4 + 1, torch.float32)))
     warm = torch.zeros(1024)
+
+    def handover(parts, timed: list | None = None):
+        # the reply says the message was taken (a pipeline's traffic back does), so the ring is free
+        if ctx.rank == 0:
+            channel.send(parts, "handover")
+            channel.recv("taken")
+            return
+        time.sleep(pause_s)  # the message is sent: what is left is the receiver's doorbell and copy
+        t0 = time.perf_counter()
+        channel.recv("handover")
+        if timed is not None:
+            timed.append(time.perf_counter() - t0)
+        channel.send([], "taken")
+        channel.flush()
+
     for _ in range(2):  # the first messages open the connection
         dist.all_reduce(warm)
-        (dist.send if ctx.rank == 0 else dist.recv)(warm, 1 - ctx.rank)
+        handover([warm])
     for n in sizes:
         buf = torch.zeros(max(int(n) // 4, 1))
         recv, red = [], []
         for _ in range(int(repeats)):
             dist.barrier()
-            if ctx.rank == 0:
-                dist.isend(buf, 1).wait()
-            else:
-                time.sleep(pause_s)  # the message is sent: what is left is the receiver's copy
-                t0 = time.perf_counter()
-                dist.recv(buf, 0)
-                recv.append(time.perf_counter() - t0)
+            handover([buf], recv)
         for _ in range(int(repeats)):
             dist.barrier()
             t0 = time.perf_counter()

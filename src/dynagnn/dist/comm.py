@@ -91,9 +91,9 @@ class Comm:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def count(self, name: str, nbytes: int) -> None:
+    def count(self, name: str, nbytes: int, calls: int = 1) -> None:
         self.bytes[name] += int(nbytes)
-        self.calls[name] += 1
+        self.calls[name] += int(calls)
 
     def take_counts(self) -> dict[str, tuple[int, int]]:
         """{collective: (bytes, calls)} since the last call, and reset."""

@@ -21,8 +21,10 @@ Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "
 - p2 runs the rest of group i forward from the received state, the loss / B and the backward, and
   sends the gradient of the received state back.
 
-Hand-overs are sent ahead (``isend``) so that neither process blocks on the other's receive; the
-time a process waits for its partner's hand-over is timed as ``sync_wait``. Gradients are exact:
+Hand-overs go through the pair's channel (:class:`~dynagnn.dist.pair_channel.PairChannel`): the
+sender copies a message into memory both processes map and rings a gloo doorbell, so neither
+blocks on the other's receive and the receiver copies instead of reading a socket; the time a
+process waits for its partner's hand-over is timed as ``sync_wait``. Gradients are exact:
 the state gradient p2 sends is the one sequential back-propagation computes at that point, and the
 two processes' parameter gradients are parts of one sum, which the all-reduce over all processes
 completes (and sums over workers).
@@ -41,8 +43,8 @@ durations the plan was predicted with. The baselines keep ``"auto"``.
 
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
-one GPU, so such jobs use gloo (:mod:`dynagnn.dist.launch`) and hand-overs go through host copies,
-where BLAD uses a device memory pool. On CPU each process gets half of the worker's cores.
+one GPU, so such jobs use gloo (:mod:`dynagnn.dist.launch`) and hand-overs go through the channel's
+host memory, where BLAD uses a device memory pool. On CPU each process gets half of the worker's cores.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from dynagnn.dist.pair_channel import PairChannel, message_bytes
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
@@ -218,11 +221,12 @@ class GroupPipeline(Strategy):
         self._follow(self.plan, self.baseline)
         self.p1 = ctx.rank % self.procs_per_worker == 0
         self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1
-        self.via_host = ctx.device.type == "cuda" and ctx.backend == "gloo"
         # p1 prepares the loss's inputs (negative sampling), which need no model, while it would
         # otherwise wait for p2: the loss side is most of p2's work on a link task
         self.prepares = run.task.prepares_inputs
         self._state_layout(run)
+        self.channel = PairChannel.open(run.comm, self.partner, self.p1, self._ring_bytes() if self.p1 else 0,
+                                        device=run.device)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
         self.replan = self.replan_measured and bool(run.options.get("replan", True))
@@ -336,18 +340,23 @@ class GroupPipeline(Strategy):
     def _unflatten(self, flat: torch.Tensor):
         return tree_unflatten([x.view(s) for x, s in zip(flat.split(self.sizes), self.shapes)], self.spec)
 
-    def _wire(self, t: torch.Tensor) -> torch.Tensor:
-        return t.detach().cpu() if self.via_host else t.detach()
+    def _ring_bytes(self) -> int:
+        """p1: each direction's ring in the pair's channel: the messages of ``depth`` groups in flight
+        (a state or embedding, and the loss's inputs with their shape), plus the largest message (the
+        room a wrap can waste). The inputs' sizes are the plan's (else prepared once here)."""
+        state = message_bytes((max(self.numel, math.prod(self.h_shape)), self.dtype))
+        if not self.prepares:
+            return (self.depth + 1) * state
+        inputs = (self.plan.meta.get("transfers_bytes") or {}).get("inputs") or {}
+        if not inputs:
+            run = self.run
+            inputs = {t: run.task.loss_inputs(t, 0).numel() * 8 for t in run.train_ends if self.owner[t] == run.ctx.worker}
+        most = message_bytes((max(inputs.values(), default=0) // 8, torch.int64), (8, torch.int64))
+        return self.depth * (state + most) + max(state, most)
 
     def _whole(self, t: int) -> bool:
         """Whether p1 runs group ``t`` whole and p2 its head alone (the hand-over is the embedding)."""
         return self.split[int(t)] >= self.run.window
-
-    def _receive(self, name: str, whole: bool = False) -> torch.Tensor:
-        numel = math.prod(self.h_shape) if whole else self.numel
-        buf = torch.empty(numel, dtype=self.dtype, device="cpu" if self.via_host else self.run.device)
-        self.run.comm.recv(buf, self.partner, name, phase="sync_wait")
-        return buf.to(self.run.device)
 
     # ------------------------------------------------------------------ the step
 
@@ -403,7 +412,7 @@ class GroupPipeline(Strategy):
 
     def _head(self, groups: list[int]) -> float:
         """p1: the first p_i snapshots of each group forward, hand-over, deferred backward."""
-        run, queue, sends = self.run, deque(), []
+        run, queue = self.run, deque()
         i = 0
         while i < len(groups) or queue:
             if i < len(groups) and len(queue) < self.depth:
@@ -411,39 +420,35 @@ class GroupPipeline(Strategy):
                 ts = run.windows([t])[0][: self.split[t]]
                 h, state = self._forward(ts, run.model.initial_state(run.num_nodes, run.device))
                 flat = h.reshape(-1).to(self.dtype) if self._whole(t) else self._flatten(state)
-                wire = self._wire(flat)  # kept with its handle until sent (a host copy has no other owner)
-                sends.append((run.comm.isend(wire, self.partner, "handoff"), wire))
+                self.channel.send([flat], "handoff")  # before the inputs: p2 starts its forward at once
                 if self.prepares:
                     with run.timer.phase("head"), self._measured.lead(t, run.device):
                         inputs = run.task.loss_inputs(t, run.epoch)
-                    size = torch.tensor([inputs.shape[1]], dtype=torch.int64)
-                    sends.append((run.comm.isend(size, self.partner, "handoff.inputs"), size))
-                    sends.append((run.comm.isend(inputs, self.partner, "handoff.inputs"), inputs))
+                    self.channel.send([inputs, torch.tensor(inputs.shape, dtype=torch.int64)], "handoff.inputs")
                 queue.append((flat, ts, t))
                 self.max_queue = max(self.max_queue, len(queue))
                 i += 1
             else:
                 flat, ts, t = queue.popleft()
-                grad = self._receive("handoff.backward", self._whole(t))
+                grad, = self.channel.recv("handoff.backward")
                 if flat.requires_grad:
                     with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                         flat.backward(grad)
-        for work, _ in sends:
-            work.wait()
+        self.channel.flush()
         return 0.0
 
     def _tail(self, groups: list[int], batch: int) -> float:
         """p2: the rest of each group forward from the received state, loss / B, backward; the
         state's gradient goes back to p1."""
-        run, sends, total = self.run, [], 0.0
+        run, total = self.run, 0.0
         for t in groups:
             whole = self._whole(t)
-            flat = self._receive("handoff", whole).requires_grad_(True)
+            flat, = self.channel.recv("handoff")
+            flat.requires_grad_(True)
             inputs = None
             if self.prepares:
-                size = run.comm.recv(torch.zeros(1, dtype=torch.int64), self.partner, "handoff.inputs", phase="sync_wait")
-                inputs = run.comm.recv(torch.zeros(3, int(size.item()), dtype=torch.int64), self.partner,
-                                       "handoff.inputs", phase="sync_wait")
+                data, shape = self.channel.recv("handoff.inputs")
+                inputs = data.view(*shape.tolist())
             ts = run.windows([t])[0][self.split[t]:]
             if whole:  # p1 ran every snapshot: the head's gradient is the hand-back
                 h = flat.view(self.h_shape)
@@ -458,10 +463,9 @@ class GroupPipeline(Strategy):
                     with run.timer.phase("backward"), self._measured.backward(ts, run.device):
                         h.backward(grad_h)
                 grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
-            sends.append((run.comm.isend(self._wire(grad), self.partner, "handoff.backward"), grad))
+            self.channel.send([grad], "handoff.backward")
             total += loss
-        for work, _ in sends:
-            work.wait()
+        self.channel.flush()
         return total
 
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
