@@ -4,6 +4,8 @@ nothing is left in the shared directory."""
 
 import os
 
+from dynagnn.dist import DistError
+
 import pytest
 import torch
 
@@ -38,7 +40,8 @@ def _pipeline(ctx, comm, depth, shared, capacity, rounds):
             got.append([x.tolist(), i.tolist()])
             ch.send([x.double().sum().reshape(1), i.sum().reshape(1)], "back")
     ch.flush()
-    leftovers = [f for f in os.listdir(_shared_dir()) if f.startswith("dynagnn-pair-")]
+    leftovers = [f for f in os.listdir(_shared_dir()) if f.startswith(f"dynagnn-pair-{os.getppid()}-")
+                 or f.startswith(f"dynagnn-pair-{os.getpid()}-")]
     return got, ch.shared, ch.via_gloo, leftovers, dict(comm.take_counts())
 
 
@@ -96,3 +99,27 @@ def test_message_bytes_align_each_part():
     assert message_bytes((1, torch.float32)) == 64
     assert message_bytes((16, torch.float32), (1, torch.int64)) == 128
     assert message_bytes((100, torch.float64)) == 832
+
+
+def _partner_gone(ctx, comm, how):
+    ch = PairChannel.open(comm, 1 - ctx.rank, ctx.rank == 0, 4096)
+    ch.timeout = 0.5
+    if ctx.rank == 1:
+        if how == "closes":
+            ch.close()  # what its exit does to the pipe
+        else:
+            comm.barrier()  # alive, silent: rank 0 gives up after its timeout, then meets it here
+        return "done"
+    try:
+        ch.recv("handoff")
+    except DistError as exc:
+        if how == "silent":
+            comm.barrier()
+        return str(exc)
+    return "received"
+
+
+@pytest.mark.parametrize("how, message", [("closes", "closed the pair channel"), ("silent", "no hand-over")])
+def test_a_gone_or_silent_partner_ends_the_wait(how, message):
+    got, done = run_on(2, _partner_gone, how, timeout=60)
+    assert message in got and done == "done"

@@ -16,7 +16,8 @@ exit at once (it waits on the processes' sentinels), terminates the other worker
 error naming the worker and the cause; a worker blocked in a collective with a dead peer is also
 released by gloo's connection error or, at worst, the process group's timeout (``timeout`` seconds,
 default 600 or ``DYNAGNN_DIST_TIMEOUT``). A :class:`~dynagnn.errors.DynagnnError` raised in a worker
-(a bad config found on rank 0) is raised again in the parent with its own class and message.
+(a bad config found on rank 0) is raised again in the parent with its own class and message; a
+:class:`~dynagnn.dist.context.DistError` (a worker saw its peer go) yields to the dead worker's own cause.
 """
 
 from __future__ import annotations
@@ -248,12 +249,15 @@ def _supervise(procs, results, outs, failures) -> None:
 def _failure(procs, failures: dict[int, tuple[str, Any]]) -> Exception:
     """One error for the user: the root cause, not the peers' complaints about it."""
     for r, (kind, payload) in sorted(failures.items()):
-        if kind == "user":
+        if kind == "user" and not issubclass(payload[0], DistError):
             return _user_error(*payload)
     for r, (kind, payload) in sorted(failures.items()):
         if kind == "died":
             return DistError(f"worker {r} {_exit_reason(procs[r].exitcode)} without reporting an error; "
                              f"the other {len(procs) - 1} worker(s) were stopped and nothing was written")
+    for r, (kind, payload) in sorted(failures.items()):
+        if kind == "user":  # a DistError: a worker saw its peer go (the peer's own report came first)
+            return _user_error(*payload)
     crashes = sorted(failures.items(), key=lambda kv: _peer_error(kv[1][1][0]))
     r, (_, (last, tb)) = crashes[0]
     log.debug("worker %d traceback:\n%s", r, tb)
