@@ -1,5 +1,7 @@
 """BLAD's group strategy against ESDG's snapshot split, vertex partitioning, sequential training and
-its own baselines (BLAD-NM, BLAD-Even), on a store whose per-snapshot load varies strongly.
+its own baselines (BLAD-NM, BLAD-Even), on stores whose per-snapshot load varies strongly: blad_group
+(20 snapshots, 12 training groups) and blad_long (AS-733's shape over 100 snapshots, 68 groups);
+``DYNAGNN_BENCH_GROUP_STORE`` (comma-separated) picks some.
 
 Run alone: ``python -m benchmarks group``. Every run trains WD-GCN with the same steps: B = every
 training window, one step per epoch (BLAD's batch), so all strategies compute the same thing. On this
