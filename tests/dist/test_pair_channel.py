@@ -40,8 +40,8 @@ def _pipeline(ctx, comm, depth, shared, capacity, rounds):
             got.append([x.tolist(), i.tolist()])
             ch.send([x.double().sum().reshape(1), i.sum().reshape(1)], "back")
     ch.flush()
-    leftovers = [f for f in os.listdir(_shared_dir()) if f.startswith(f"dynagnn-pair-{os.getppid()}-")
-                 or f.startswith(f"dynagnn-pair-{os.getpid()}-")]
+    # p1 made the ring and the pipes, named after its pid
+    leftovers = [f for f in os.listdir(_shared_dir()) if first and f.startswith(f"dynagnn-pair-{os.getpid()}-")]
     return got, ch.shared, ch.via_gloo, leftovers, dict(comm.take_counts())
 
 
@@ -103,7 +103,7 @@ def test_message_bytes_align_each_part():
 
 def _partner_gone(ctx, comm, how):
     ch = PairChannel.open(comm, 1 - ctx.rank, ctx.rank == 0, 4096)
-    ch.timeout = 0.5
+    ch.timeout = 0.5 if how == "silent" else 60.0
     if ctx.rank == 1:
         if how == "closes":
             ch.close()  # what its exit does to the pipe
@@ -123,3 +123,15 @@ def _partner_gone(ctx, comm, how):
 def test_a_gone_or_silent_partner_ends_the_wait(how, message):
     got, done = run_on(2, _partner_gone, how, timeout=60)
     assert message in got and done == "done"
+
+
+def _crash_while_partner_waits(ctx, comm):
+    ch = PairChannel.open(comm, 1 - ctx.rank, ctx.rank == 0, 4096)
+    if ctx.rank == 0:
+        raise RuntimeError("boom in p1")  # its exit closes the pipe p2 waits on
+    ch.recv("handoff")
+
+
+def test_the_cause_is_reported_not_the_partner_that_saw_it_go():
+    with pytest.raises(DistError, match="worker 0 failed: RuntimeError: boom in p1"):
+        run_on(2, _crash_while_partner_waits, timeout=60)

@@ -91,6 +91,11 @@ def test_link_positives_and_negatives(link_store):
     src = (keys // n)[:, None].repeat(4, 1)
     assert all((int(u), int(v)) not in edges and u != v for u, v in zip(src.ravel(), neg.ravel()))
     assert task.eval_pairs(3)[1] is neg  # fixed for the run
+    # what the group strategy sizes its hand-over ring by, without sampling: the prepared inputs' size
+    for ratio in (1, 3):
+        t_ = LinkPrediction(store, seed=3, neg_ratio=ratio)
+        for t in (1, 3):
+            assert t_.loss_inputs_numel(t) == t_.loss_inputs(t, 5).numel() == 3 * len(t_.positives(t)) * (1 + ratio)
 
 
 def test_link_loss_and_metrics_match_plain(link_store):

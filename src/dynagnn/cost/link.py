@@ -3,16 +3,16 @@
 BLAD's pipeline hands each group's hidden state from process p1 to p2 and the state's gradient
 back, and every step ends with the gradient all-reduce. BLAD calls the hand-over negligible (a
 device memory pool); here the two processes exchange it through the pair's channel
-(:class:`~dynagnn.dist.pair_channel.PairChannel`: memory both map and a gloo doorbell), where the
-receiver waits for the doorbell and copies the message out: about 0.1 ms of doorbell and a memory
-copy, against 0.25-0.6 ms for 64 KiB-1.25 MiB read from gloo's socket on this project's 2-core
-machine. The cost model therefore times the channel once (:func:`profile_link`, two gloo processes
+(:class:`~dynagnn.dist.pair_channel.PairChannel`: memory both map and a pipe for doorbells), where
+the receiver reads the doorbell and copies the message out: 0.05 ms for a few bytes and 0.10 ms for
+1.25 MiB on this project's 2-core machine when idle (0.25 ms at the 90th percentile with both
+processes busy), against 0.09 and 0.44 ms read from gloo's socket. The cost model therefore times the channel once (:func:`profile_link`, two gloo processes
 of one worker) and fits each kind as a line in the bytes moved, ``seconds = latency + bytes ·
 per_byte`` (non-negative least squares on relative errors, as the operators are fitted):
 
 - ``handover``: the receiver's time to take a message its partner already sent through the
   channel (the doorbell and the copy the receiving process pays; the sender's copy into the
-  shared ring is timed with its own work);
+  shared ring, timed as its ``communication``, is not charged: a few hundredths of a ms);
 - ``allreduce``: one all-reduce of a float32 buffer over the two processes, both ready.
 
 The fitted :class:`LinkCost` is kept in the predictor's ``meta["link"]``; the schedule stage charges
@@ -87,6 +87,7 @@ def _link_body(ctx, sizes: Sequence[int], repeats: int, pause_s: float) -> list[
             if times and (kind == "handover") == (ctx.rank == 1):
                 rows.append({"kind": kind, "bytes": int(buf.numel() * 4), "median_s": statistics.median(times),
                              "min_s": min(times), "repeats": int(repeats)})
+    channel.close()
     return rows
 
 

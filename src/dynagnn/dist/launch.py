@@ -255,13 +255,13 @@ def _failure(procs, failures: dict[int, tuple[str, Any]]) -> Exception:
         if kind == "died":
             return DistError(f"worker {r} {_exit_reason(procs[r].exitcode)} without reporting an error; "
                              f"the other {len(procs) - 1} worker(s) were stopped and nothing was written")
-    for r, (kind, payload) in sorted(failures.items()):
-        if kind == "user":  # a DistError: a worker saw its peer go (the peer's own report came first)
-            return _user_error(*payload)
-    crashes = sorted(failures.items(), key=lambda kv: _peer_error(kv[1][1][0]))
-    r, (_, (last, tb)) = crashes[0]
-    log.debug("worker %d traceback:\n%s", r, tb)
-    return DistError(f"worker {r} failed: {last} (the other workers were stopped; nothing was written)")
+    crashes = sorted(((r, p) for r, (kind, p) in failures.items() if kind == "crash"), key=lambda kv: _peer_error(kv[1][0]))
+    went = [p for r, (kind, p) in sorted(failures.items()) if kind == "user"]  # DistErrors: a peer went away
+    if crashes and (not went or not _peer_error(crashes[0][1][0])):  # a cause beats a complaint
+        r, (last, tb) = crashes[0]
+        log.debug("worker %d traceback:\n%s", r, tb)
+        return DistError(f"worker {r} failed: {last} (the other workers were stopped; nothing was written)")
+    return _user_error(*went[0])
 
 
 def _check_master(addr: str, port: int, timeout: float) -> None:

@@ -22,6 +22,9 @@ follow through gloo); when the partner cannot map the file (torchrun put the pai
 or the file cannot be made, doorbells and parts all go over gloo. BLAD's pipeline keeps at most its
 queue depth of groups in flight each way, so a ring of ``depth`` times a group's messages (plus the
 largest message, the room a wrap can waste) never falls back.
+
+Counted (:meth:`Comm.count`, at the sender, under the message's name): every part's bytes and a
+doorbell's 88 bytes per message, one call per message plus one per part sent over gloo.
 """
 
 from __future__ import annotations
@@ -98,68 +101,70 @@ class PairChannel:
         the pipes and whose ``capacity`` (bytes of each direction's ring) counts (the other's is
         ignored). ``shared=False`` (on p1): gloo only."""
         ok = torch.zeros(1, dtype=torch.int64)
-        arena, pipes = None, None
-        if first:
-            capacity = _padded(max(int(capacity), ALIGN))
-            base, rfd = None, None
-            if shared:
-                base = os.path.join(_shared_dir(), f"dynagnn-pair-{os.getpid()}-{uuid.uuid4().hex[:12]}")
-                try:
-                    arena = _map(base, 2 * capacity, create=True)
-                    os.mkfifo(base + ".to2", 0o600)
-                    os.mkfifo(base + ".to1", 0o600)
-                    rfd = os.open(base + ".to1", os.O_RDONLY | os.O_NONBLOCK)  # before p2 opens its write end
-                except (OSError, RuntimeError) as exc:
-                    log.warning("co-located hand-over through gloo: cannot make the shared ring at %s (%s)", base, exc)
-                    _unlink(base)
-                    arena, base = None, None
-            name = base.encode() if base else b""
-            comm.send(torch.tensor([len(name), capacity], dtype=torch.int64), partner, "channel")
-            if name:
-                comm.send(torch.frombuffer(bytearray(name), dtype=torch.uint8), partner, "channel")
-            comm.recv(ok, partner, "channel")
-            if ok.item():
-                pipes = (rfd, os.open(base + ".to2", os.O_WRONLY))  # p2's read end is open
+        arena, base, fds = None, None, []
+        try:
+            if first:
+                capacity = _padded(max(int(capacity), ALIGN))
+                if shared:
+                    base = os.path.join(_shared_dir(), f"dynagnn-pair-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+                    try:
+                        arena = _map(base, 2 * capacity, create=True)
+                        os.mkfifo(base + ".to2", 0o600)
+                        os.mkfifo(base + ".to1", 0o600)
+                        fds.append(os.open(base + ".to1", os.O_RDONLY | os.O_NONBLOCK))  # before p2's writer
+                    except (OSError, RuntimeError) as exc:
+                        log.warning("co-located hand-over through gloo: cannot make the shared ring at %s (%s)",
+                                    base, exc)
+                        arena = None
+                name = base.encode() if arena is not None else b""
+                comm.send(torch.tensor([len(name), capacity], dtype=torch.int64), partner, "channel")
+                if name:
+                    comm.send(torch.frombuffer(bytearray(name), dtype=torch.uint8), partner, "channel")
+                    comm.recv(ok, partner, "channel")
+                    if ok.item():  # p2's read end is open; p2 waits for this answer before it reads
+                        ok.fill_(_open_writer(base + ".to2", fds))  # (a read before the writer opens reads the end)
+                        comm.send(ok, partner, "channel")
             else:
-                arena = None
-                if rfd is not None:
-                    os.close(rfd)
+                n = torch.zeros(2, dtype=torch.int64)
+                comm.recv(n, partner, "channel")
+                length, capacity = n.tolist()
+                if length:
+                    raw = torch.zeros(length, dtype=torch.uint8)
+                    comm.recv(raw, partner, "channel")
+                    path = bytes(raw.tolist()).decode()
+                    try:
+                        arena = _map(path, 2 * capacity, create=False)
+                        fds.append(os.open(path + ".to2", os.O_RDONLY | os.O_NONBLOCK))
+                        ok.fill_(_open_writer(path + ".to1", fds))
+                    except (OSError, RuntimeError) as exc:
+                        log.warning("co-located hand-over through gloo: cannot open the partner's ring %s (%s)",
+                                    path, exc)
+                    comm.send(ok, partner, "channel")
+                    if ok.item():
+                        comm.recv(ok, partner, "channel")
+        except BaseException:
+            _close_fds(fds)
+            raise
+        finally:
             if base is not None:
-                _unlink(base)  # both ends opened what they need (or p2 gave up): nothing outlives the job
-            if ok.item():  # p2 may read now: a pipe read before its writer opens would read the end
-                comm.send(ok, partner, "channel")
+                _unlink(base)  # both ends opened what they need, or gave up: nothing outlives the job
+        pipes = None
+        if ok.item():
+            pipes = tuple(fds)
         else:
-            n = torch.zeros(2, dtype=torch.int64)
-            comm.recv(n, partner, "channel")
-            length, capacity = n.tolist()
-            if length:
-                raw = torch.zeros(length, dtype=torch.uint8)
-                comm.recv(raw, partner, "channel")
-                base = bytes(raw.tolist()).decode()
-                rfd = None
-                try:
-                    arena = _map(base, 2 * capacity, create=False)
-                    rfd = os.open(base + ".to2", os.O_RDONLY | os.O_NONBLOCK)
-                    pipes = (rfd, os.open(base + ".to1", os.O_WRONLY))  # p1's read end is open
-                except (OSError, RuntimeError) as exc:
-                    log.warning("co-located hand-over through gloo: cannot open the partner's ring %s (%s)", base, exc)
-                    arena = None
-                    if rfd is not None:
-                        os.close(rfd)
-            ok.fill_(int(arena is not None))
-            comm.send(ok, partner, "channel")
-            if ok.item():
-                comm.recv(ok, partner, "channel")
+            _close_fds(fds)
+            arena = None
         if arena is not None:
             arena = arena.view(2, capacity)
         return cls(comm, partner, capacity, arena, first, device, pipes)
 
     def close(self) -> None:
-        """Wait for the sends in flight and close the pipes (the partner's next doorbell read ends)."""
-        self.flush()
+        """Close the pipes and unmap the ring (the partner's next doorbell read ends); the caller has
+        flushed what it needs delivered."""
         if self.rfd is not None:
             self._closer()
             self.rfd = self.wfd = None
+        self.arena = None
 
     # ------------------------------------------------------------------ sending
 
@@ -196,12 +201,13 @@ class PairChannel:
                     torch.cuda.current_stream(self.device).synchronize()
                 self.inflight.append((self.sent, start, off))
                 fields[0], self.head = start, off
-                self.comm.count(name, sum(sizes), calls=0)  # the doorbell is the call
             elif self.shared and not self.via_gloo:
                 log.info("pair channel: message %d (%d bytes) goes over gloo: no room beside the %d "
                          "untaken in the %d-byte ring", self.sent, sum(sizes), len(self.inflight), self.capacity)
             self._ring(fields, name)
-            if start is None:
+            if start is not None:
+                self.comm.count(name, sum(sizes), calls=0)  # the doorbell is the call
+            else:
                 self.via_gloo += 1
                 for p in parts:
                     w = p.to("cpu", copy=True)  # gloo sends host memory, later: the caller may change p
@@ -271,13 +277,28 @@ class PairChannel:
                     if left <= 0:
                         raise DistError(f"no hand-over from the co-located partner (rank {self.partner}) in "
                                         f"{self.timeout:.0f} s (DYNAGNN_DIST_TIMEOUT)") from None
-                    select.select([self.rfd], [], [], min(left, 1.0))
+                    poller = select.poll()
+                    poller.register(self.rfd, select.POLLIN)
+                    poller.poll(1000 * min(left, 1.0))  # readable, or the writer gone (then read gives b"")
                     continue
                 if not chunk:
                     raise DistError(f"the co-located partner (rank {self.partner}) closed the pair channel: "
                                     "it exited")
                 got += chunk
         return list(_DOORBELL.unpack(got))
+
+
+def _open_writer(path: str, fds: list) -> int:
+    """Open the write end of the FIFO ``path`` into ``fds``; 1, or 0 when no process of this machine
+    reads it (the partner is elsewhere: a FIFO on a shared file system is not one pipe)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        log.warning("co-located hand-over through gloo: no reader on %s (%s)", path, exc)
+        return 0
+    os.set_blocking(fd, True)
+    fds.append(fd)
+    return 1
 
 
 def _close_fds(fds) -> None:

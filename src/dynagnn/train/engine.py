@@ -224,6 +224,12 @@ class Trainer:
         return self.strategy.evaluate(units)
 
     def fit(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        try:
+            return self._fit()
+        finally:
+            self.strategy.close()  # on a failure too: what it holds open releases a waiting partner
+
+    def _fit(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         c = self.config
         rows = []
         best, best_state, since = None, None, 0

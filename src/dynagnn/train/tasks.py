@@ -101,6 +101,11 @@ class Task:
         there is nothing worth preparing ahead (default)."""
         return None
 
+    def loss_inputs_numel(self, t: int) -> int:
+        """Elements of :meth:`loss_inputs` at ``t`` (the same in every epoch; 0 when there are none),
+        without preparing them."""
+        return 0
+
     def loss(self, head, h: torch.Tensor, t: int, epoch: int, inputs: torch.Tensor | None = None) -> torch.Tensor:
         """The loss of embeddings ``h`` [N, H] at ``t``; ``inputs``: :meth:`loss_inputs`' tensor when
         it was prepared elsewhere (else the loss prepares them)."""
@@ -162,6 +167,9 @@ class LinkPrediction(Task):
                 break
             dst[bad] = rng.integers(0, n, size=int(bad.sum()))
         return dst
+
+    def loss_inputs_numel(self, t):
+        return 3 * self.positives(t).shape[0] * (1 + self.neg_ratio)
 
     def loss_inputs(self, t, epoch):
         """int64 [3, E]: source, destination and label (1 positive, 0 negative) of the positives of

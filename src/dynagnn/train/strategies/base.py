@@ -200,6 +200,10 @@ class Strategy:
     def load_state_buffers(self, state: dict[str, torch.Tensor]) -> None:
         """Take back what :meth:`state_buffers` gave (ValueError where it does not fit)."""
 
+    def close(self) -> None:
+        """Release what the strategy holds open (channels, threads) once training ends or fails
+        (default nothing)."""
+
     def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
         """The training windows' end snapshots cut into steps of B, in order (the last may be shorter)."""
         ends, b = list(ends), int(batch_windows)

@@ -22,9 +22,10 @@ Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "
   sends the gradient of the received state back.
 
 Hand-overs go through the pair's channel (:class:`~dynagnn.dist.pair_channel.PairChannel`): the
-sender copies a message into memory both processes map and rings a gloo doorbell, so neither
-blocks on the other's receive and the receiver copies instead of reading a socket; the time a
-process waits for its partner's hand-over is timed as ``sync_wait``. Gradients are exact:
+sender copies a message into memory both processes map and writes a doorbell to a pipe the partner
+reads itself, so neither blocks on the other's receive and the receiver copies instead of waiting
+for gloo's I/O thread; the time a process waits for its partner's hand-over is timed as
+``sync_wait``. Gradients are exact:
 the state gradient p2 sends is the one sequential back-propagation computes at that point, and the
 two processes' parameter gradients are parts of one sum, which the all-reduce over all processes
 completes (and sums over workers).
@@ -145,7 +146,7 @@ def transfer_bytes(store, model: str, hidden: int, ends: Sequence[int], task: st
     grads = sum(p.numel() for p in [*net.parameters(), *head.parameters()] if p.requires_grad) * 4
     inputs = {}
     if t_.prepares_inputs:
-        inputs = {int(t): int(t_.loss_inputs(int(t), 0).numel() * 8) for t in ends}
+        inputs = {int(t): int(t_.loss_inputs_numel(int(t)) * 8) for t in ends}
     return {"state": int(state), "embedding": int(store.num_nodes * net.out_dim * 4), "gradients": int(grads),
             "inputs": inputs}
 
@@ -343,16 +344,18 @@ class GroupPipeline(Strategy):
     def _ring_bytes(self) -> int:
         """p1: each direction's ring in the pair's channel: the messages of ``depth`` groups in flight
         (a state or embedding, and the loss's inputs with their shape), plus the largest message (the
-        room a wrap can waste). The inputs' sizes are the plan's (else prepared once here)."""
+        room a wrap can waste)."""
+        run = self.run
         state = message_bytes((max(self.numel, math.prod(self.h_shape)), self.dtype))
         if not self.prepares:
             return (self.depth + 1) * state
-        inputs = (self.plan.meta.get("transfers_bytes") or {}).get("inputs") or {}
-        if not inputs:
-            run = self.run
-            inputs = {t: run.task.loss_inputs(t, 0).numel() * 8 for t in run.train_ends if self.owner[t] == run.ctx.worker}
-        most = message_bytes((max(inputs.values(), default=0) // 8, torch.int64), (8, torch.int64))
+        numel = max((run.task.loss_inputs_numel(t) for t in run.train_ends if self.owner[t] == run.ctx.worker),
+                    default=0)
+        most = message_bytes((numel, torch.int64), (8, torch.int64))
         return self.depth * (state + most) + max(state, most)
+
+    def close(self) -> None:
+        self.channel.close()
 
     def _whole(self, t: int) -> bool:
         """Whether p1 runs group ``t`` whole and p2 its head alone (the hand-over is the embedding)."""
