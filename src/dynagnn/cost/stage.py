@@ -115,7 +115,7 @@ def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto
     pred = fit(df, seed=seed, source=str(out_dir / "profile.parquet"))
     if link and str(device).split(":")[0] == "cpu":
         fit_link_into(pred, repeats=repeats)
-    elif link:  # the timing runs gloo over the loopback: not the channel a GPU's two processes share
+    elif link:  # the timing moves host tensors: a GPU's pair also copies each message device <-> host
         log.info("channel between co-located processes not timed on %s: plans charge hand-overs nothing", device)
     pred.meta.update({"grid": grid, "vertices": list(map(int, g.vertices)), "degrees": list(map(float, g.degrees)),
                       "widths": list(map(int, g.widths)), "operators": list(g.operators),
