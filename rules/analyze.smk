@@ -149,12 +149,14 @@ rule cache:
         batch=config["analysis"]["cache"]["batch_size"],
         fanouts=" ".join(str(s) for s in config["analysis"]["cache"]["fanouts"]),
         fractions=" ".join(str(s) for s in config["analysis"]["cache"]["fractions"]),
+        epochs=config["analysis"]["cache"]["epochs"],
     conda:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts cache "
         "--cache-batch-size {params.batch} --cache-fanouts {params.fanouts} "
-        "--cache-fractions {params.fractions} --workers {threads} {params.dask} > {log:q} 2>&1"
+        "--cache-fractions {params.fractions} --cache-epochs {params.epochs} --workers {threads} {params.dask} "
+        "> {log:q} 2>&1"
 
 
 rule volume:

@@ -130,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="neighbours sampled per hop")
     an.add_argument("--cache-fractions", nargs="+", type=float, default=list(d.cache_fractions),
                     help="cache sizes as fractions of the vertices")
+    an.add_argument("--cache-epochs", type=int, default=d.cache_epochs,
+                    help="epochs the caches run through (they persist: the first warms them)")
     an.add_argument("--volume-layers", type=int, default=d.volume_layers, help="GCN-RNN layers of the volume model")
     an.add_argument("--volume-hidden", type=int, default=d.volume_hidden, help="hidden width of the volume model")
     an.add_argument("--volume-window", type=int, default=d.volume_window, help="BLAD snapshot-group window l")

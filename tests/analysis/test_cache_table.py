@@ -64,7 +64,8 @@ def test_store_cache_table_uses_the_union_graph(tmp_path, event_graph):
     indices = np.array([u for v in range(st.num_nodes) for u in sorted(adj[v])], dtype=np.int64)
     has_edge = np.flatnonzero(np.diff(indptr) > 0)
     train = np.sort(np.random.default_rng(0).choice(has_edge, int(round(0.1 * has_edge.size)), replace=False))
-    want = cache_hit_table(indptr, indices, train, batch_size=2, fanouts=(2, 2), fractions=(0.1, 0.5), seed=0)
+    want = cache_hit_table(indptr, indices, train, batch_size=2, fanouts=(2, 2), fractions=(0.1, 0.5), seed=0,
+                           epochs=3)
     got = store_cache_table(path, batch_size=2, fanouts=(2, 2), fractions=(0.1, 0.5), seed=0)
     pd.testing.assert_frame_equal(got, want)
     with dask_client(2, processes=False) as client:

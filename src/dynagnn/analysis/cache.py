@@ -80,9 +80,12 @@ def cache_hit_table(indptr, indices, train_nodes, *, batch_size: int = 1024,
 
 
 def store_cache_table(store_path, client=None, *, train_fraction: float = 0.1, batch_size: int = 256,
-                      fanouts=(15, 10, 5), fractions=(0.01, 0.05, 0.1, 0.2, 0.5), seed: int = 0) -> pd.DataFrame:
+                      fanouts=(15, 10, 5), fractions=(0.01, 0.05, 0.1, 0.2, 0.5), epochs: int = 3,
+                      seed: int = 0) -> pd.DataFrame:
     """The hit-ratio table of a store's union graph, with a seeded ``train_fraction`` of the vertices
-    that have an edge as training nodes; one Dask task per order when a client is given."""
+    that have an edge as training nodes, over ``epochs`` epochs (the caches persist, as in training:
+    over one epoch of few batches a cache that starts empty can only miss); one Dask task per order
+    when a client is given."""
     from dynagnn.analysis.partitions import union_graph
     from dynagnn.data.store import open_store
 
@@ -95,7 +98,7 @@ def store_cache_table(store_path, client=None, *, train_fraction: float = 0.1, b
         raise ConfigError(f"{store_path}: no vertex has an edge, so there is nothing to sample")
     rng = np.random.default_rng(seed)
     train = np.sort(rng.choice(candidates, max(1, int(round(train_fraction * candidates.size))), replace=False))
-    kw = dict(batch_size=batch_size, fanouts=tuple(fanouts), fractions=tuple(fractions), seed=seed)
+    kw = dict(batch_size=batch_size, fanouts=tuple(fanouts), fractions=tuple(fractions), epochs=int(epochs), seed=seed)
     if client is None:
         return cache_hit_table(indptr, col, train, **kw)
     graph = client.scatter((indptr, col, train), broadcast=True)

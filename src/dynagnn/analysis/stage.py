@@ -43,6 +43,7 @@ class AnalysisOptions:
     cache_batch_size: int = 256
     cache_fanouts: Sequence[int] = (15, 10, 5)
     cache_fractions: Sequence[float] = (0.01, 0.05, 0.1, 0.2, 0.5)
+    cache_epochs: int = 3
     volume_layers: int = 2
     volume_hidden: int = 32
     volume_window: int = 3
@@ -122,7 +123,7 @@ def _table(part: str, store_path: str, store, client, o: AnalysisOptions, progre
         from .cache import store_cache_table
 
         return store_cache_table(store_path, client, batch_size=o.cache_batch_size, fanouts=o.cache_fanouts,
-                                 fractions=o.cache_fractions)
+                                 fractions=o.cache_fractions, epochs=o.cache_epochs)
     if part == "volume":
         from .commvolume import volume_table
 
