@@ -46,9 +46,7 @@ def volumes(path, workers, partitioners) -> None:
     d_mem, d_edge, mb = model.memory_dim, model.edge_dim, model.mailbox
     row_in, row_out = 4 * (d_mem + mb * model.mail_dim), 4 * (d_mem + model.mail_dim)
     src, dst = task.src[task.train_events], task.dst[task.train_events]
-    # with DepComm's gradient return (2·d_mem per occurrence against d_mem + d_msg per distinct row):
-    # Sven wins when (1 − η1)(3·d_mem + d_edge) < 2·d_mem
-    with_return = (d_mem + d_edge) / (3 * d_mem + d_edge)
+    with_return = sven_threshold(d_mem, d_edge, gradient_return=True)
     print(f"  bytes per epoch ({len(units)} batches of {DIMS['event_batch']}, d_mem {d_mem}, d_edge {d_edge}; "
           f"the closed forms hold for TGN and JODIE, not APAN, which also mails sampled neighbours); "
           f"Sven beats DepComm's dispatch alone when η1 > {sven_threshold(d_mem, d_edge):.3f}, with its "

@@ -169,6 +169,11 @@ def test_sven_thresholds():
     assert CV.sven_threshold(100, 172) == pytest.approx((2 * 100 / 172 + 1) / (3 * 100 / 172 + 1))
     assert CV.sven_threshold(100, 172) == pytest.approx(0.788, abs=1e-3)
     assert CV.sven_threshold(10, 0) == pytest.approx(2 / 3)
+    # with DepComm's gradient return: the η1 where (1 - η1)(3·d_mem + d_edge) = 2·d_mem
+    for d_mem, d_edge in ((100, 172), (10, 0), (64, 16)):
+        eta = CV.sven_threshold(d_mem, d_edge, gradient_return=True)
+        assert (1 - (eta + 1e-9)) * (3 * d_mem + d_edge) < 2 * d_mem < (1 - (eta - 1e-9)) * (3 * d_mem + d_edge)
+    assert CV.sven_threshold(10, 0, gradient_return=True) == pytest.approx(1 / 3)
     # the printed rule says Sven wins at η1 = 0.1 with d_mem=100, d_edge=172; the volumes say it loses
     assert CV.paper_sven_beats_depcomm(0.1, 100, 172) and not CV.sven_beats_depcomm(0.1, 100, 172)
     # DepCache: equal-part expectation, modelled volumes agree with M > τ + 1

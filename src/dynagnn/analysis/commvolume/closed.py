@@ -153,9 +153,15 @@ def paper_sven_volumes(stats: pd.DataFrame, memory_dim: int, edge_dim: int = 0) 
             "sven/dispatch": u1 * w * f, "sven/aggregation": u2 * w * f}
 
 
-def sven_threshold(memory_dim: int, edge_dim: int) -> float:
+def sven_threshold(memory_dim: int, edge_dim: int, gradient_return: bool = False) -> float:
     """The η1 above which Sven's dispatch beats DepComm's: (2Π+1)/(3Π+1), Π = d_mem/d_edge
-    (written (2·d_mem + d_edge)/(3·d_mem + d_edge) so that d_edge = 0 gives 2/3)."""
+    (written (2·d_mem + d_edge)/(3·d_mem + d_edge) so that d_edge = 0 gives 2/3).
+
+    ``gradient_return``: counting DepComm's return of the memory's gradient too (2·d_mem per remote
+    occurrence against d_mem + d_msg per distinct row), Sven wins when (1 − η1)(3·d_mem + d_edge) <
+    2·d_mem, i.e. η1 > (d_mem + d_edge)/(3·d_mem + d_edge)."""
+    if gradient_return:
+        return (memory_dim + edge_dim) / (3 * memory_dim + edge_dim)
     return (2 * memory_dim + edge_dim) / (3 * memory_dim + edge_dim)
 
 
