@@ -21,7 +21,6 @@ warm-up) and ``DYNAGNN_BENCH_GROUP_ROUNDS`` (default 1; more are interleaved rou
 
 from __future__ import annotations
 
-import copy
 import os
 import statistics
 import tempfile
@@ -99,7 +98,7 @@ def _figures(metrics, timings) -> dict:
             "phases": phase.median().to_dict(), "loss": float(metrics["loss"].iloc[-1])}
 
 
-def _predicted_phases(path, predictor, plan) -> dict[str, float]:
+def _predicted_phases(path, predictor, plan, processes=None) -> dict[str, float]:
     """The plan's seconds per epoch by engine phase, both processes together: forward operators by
     kind, backward, the head (measured ahead, as the plan takes it), and what the processes spend on
     the channel and waiting: the hand-over receipts, the all-reduce (on both) and the pipeline's idle
@@ -128,15 +127,19 @@ def _predicted_phases(path, predictor, plan) -> dict[str, float]:
             continue
         op = ops.get(role)
         out[op if op in ("graph_op", "nn_op") else "rnn"] += seconds  # the rest of a step is timed as rnn
+    from dynagnn.schedule.balance import receive_costs
+
     hand = plan.meta.get("handover") or {}
+    processes = plan.processes if processes is None else processes
     receipts = 0.0
-    for proc in plan.processes:
-        for g, p in zip(proc.groups, proc.splits):
-            one = hand.get("embedding_s" if p >= WINDOW else "state_s", 0.0)
-            receipts += 2 * one + (hand.get("inputs_s") or {}).get(str(g), 0.0)
+    for proc in processes:  # what p2 and p1 receive at each group's split (the plan's own costs)
+        inputs = [(hand.get("inputs_s") or {}).get(str(g), 0.0) for g in proc.groups]
+        rq, rc = receive_costs(len(proc.groups), WINDOW, WINDOW, hand.get("state_s", 0.0),
+                               hand.get("embedding_s", 0.0), inputs)
+        receipts += float((rq + rc)[np.arange(len(proc.groups)), np.asarray(proc.splits)].sum())
     out["hand-over receipts"] = receipts
-    out["all-reduce"] = 2 * plan.allreduce_s * len(plan.processes)
-    out["pipeline idle"] = float(sum(2 * p.makespan - p.busy.sum() for p in plan.processes))
+    out["all-reduce"] = 2 * plan.allreduce_s * len(processes)
+    out["pipeline idle"] = float(sum(2 * p.makespan - p.busy.sum() for p in processes))
     return out
 
 
@@ -144,9 +147,7 @@ def _planned_wait(path, predictor, plan, baseline: bool = False) -> float:
     """The plan's share of the processes' time spent waiting or taking hand-overs (what the run
     times as ``sync_wait``): (pipeline idle + receipts) / (2 · epoch), worker 0's pipeline."""
     procs = plan.baseline_processes if baseline else plan.processes
-    swapped = copy.copy(plan)
-    swapped.processes = procs
-    p = _predicted_phases(path, predictor, swapped)
+    p = _predicted_phases(path, predictor, plan, procs)
     return (p["pipeline idle"] + p["hand-over receipts"]) / (2 * sum(q.makespan for q in procs))
 
 

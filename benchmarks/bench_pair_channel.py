@@ -33,6 +33,7 @@ def _body(ctx, repeats: int) -> dict | None:
     import torch.distributed as dist
 
     from dynagnn.allocator import keep_freed_heap
+    from dynagnn.cost.link import timed_handover
     from dynagnn.dist.comm import Comm
     from dynagnn.dist.pair_channel import PairChannel, message_bytes
 
@@ -44,29 +45,21 @@ def _body(ctx, repeats: int) -> dict | None:
     for load in ("idle", "busy"):
         for label, n in SIZES.items():
             buf = torch.zeros(n)
+            pause = (lambda: _busy(PAUSE_S)) if load == "busy" else (lambda: time.sleep(PAUSE_S))
             for i in range(2 * repeats + 4):
                 way = ("gloo", "channel")[i % 2]
+                got = times.setdefault((load, label, way), []) if i >= 4 else []  # 4 warm-ups: connections, pages
                 dist.barrier()
-                if r == 0:
-                    if way == "gloo":
-                        dist.isend(buf, 1).wait()
-                    else:
-                        channel.send([buf], "x")
-                    (_busy if load == "busy" else time.sleep)(PAUSE_S)
-                    if way == "channel":
-                        channel.recv("taken")  # the pipeline's traffic back frees the ring
-                    continue
-                (_busy if load == "busy" else time.sleep)(PAUSE_S)
-                t0 = time.perf_counter()
-                if way == "gloo":
-                    dist.recv(buf, 0)
-                else:
-                    channel.recv("x")
-                dt = time.perf_counter() - t0
                 if way == "channel":
-                    channel.send([], "taken")
-                if i >= 4:  # the first rounds open connections and fault pages in
-                    times.setdefault((load, label, way), []).append(dt)
+                    timed_handover(channel, r == 0, [buf], pause, got)
+                elif r == 0:
+                    dist.isend(buf, 1).wait()
+                    pause()
+                else:
+                    pause()
+                    t0 = time.perf_counter()
+                    dist.recv(buf, 0)
+                    got.append(time.perf_counter() - t0)
     channel.flush()
     channel.close()
     return times if r == 1 else None

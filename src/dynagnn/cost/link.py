@@ -56,18 +56,7 @@ def _link_body(ctx, sizes: Sequence[int], repeats: int, pause_s: float) -> list[
     warm = torch.zeros(1024)
 
     def handover(parts, timed: list | None = None):
-        # the reply says the message was taken (a pipeline's traffic back does), so the ring is free
-        if ctx.rank == 0:
-            channel.send(parts, "handover")
-            channel.recv("taken")
-            return
-        time.sleep(pause_s)  # the message is sent: what is left is the receiver's doorbell and copy
-        t0 = time.perf_counter()
-        channel.recv("handover")
-        if timed is not None:
-            timed.append(time.perf_counter() - t0)
-        channel.send([], "taken")
-        channel.flush()
+        timed_handover(channel, ctx.rank == 0, parts, lambda: time.sleep(pause_s), timed)
 
     for _ in range(2):  # the first messages open the connection
         dist.all_reduce(warm)
@@ -89,6 +78,25 @@ def _link_body(ctx, sizes: Sequence[int], repeats: int, pause_s: float) -> list[
                              "min_s": min(times), "repeats": int(repeats)})
     channel.close()
     return rows
+
+
+def timed_handover(channel, sender: bool, parts, pause, timed: list | None = None) -> None:
+    """One hand-over through the pair ``channel``, collective over the pair: the sender sends
+    ``parts``; the receiver runs ``pause()`` (the message is then waiting: what is left is its
+    doorbell and copy), takes it and appends the seconds that took to ``timed``. The receiver's
+    reply says the message was taken, as a pipeline's traffic back does, so the ring stays free."""
+    if sender:
+        channel.send(parts, "handover")
+        pause()
+        channel.recv("taken")
+        return
+    pause()
+    t0 = time.perf_counter()
+    channel.recv("handover")
+    if timed is not None:
+        timed.append(time.perf_counter() - t0)
+    channel.send([], "taken")
+    channel.flush()
 
 
 def profile_link(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 7, pause_s: float = 0.005,

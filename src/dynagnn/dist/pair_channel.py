@@ -89,6 +89,8 @@ class PairChannel:
         self.pending: list = []  # (work, keep-alive tensors) of sends not yet known to have left
         if pipes is not None:
             self._closer = weakref.finalize(self, _close_fds, pipes)
+            self._poll = select.poll()
+            self._poll.register(self.rfd, select.POLLIN)
 
     @property
     def shared(self) -> bool:
@@ -277,9 +279,7 @@ class PairChannel:
                     if left <= 0:
                         raise DistError(f"no hand-over from the co-located partner (rank {self.partner}) in "
                                         f"{self.timeout:.0f} s (DYNAGNN_DIST_TIMEOUT)") from None
-                    poller = select.poll()
-                    poller.register(self.rfd, select.POLLIN)
-                    poller.poll(1000 * min(left, 1.0))  # readable, or the writer gone (then read gives b"")
+                    self._poll.poll(1000 * min(left, 1.0))  # readable, or the writer gone (then read gives b"")
                     continue
                 if not chunk:
                     raise DistError(f"the co-located partner (rank {self.partner}) closed the pair channel: "

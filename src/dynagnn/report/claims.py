@@ -425,7 +425,7 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
             except LookupError as exc:
                 ours, status = np.nan, f"not in this table ({exc})"
             except ZeroDivisionError:
-                ours, status = np.nan, "undefined here (a ratio over zero)"
+                ours, status = np.inf, "measured"
             if status == "measured" and not np.isfinite(ours):  # e.g. a ratio over a zero hit ratio
                 ours, status = np.nan, "undefined here (a ratio over zero)"
             if status == "measured" and claim.needs_gpu and not device.startswith("cuda"):

@@ -427,8 +427,9 @@ def balance(fwd, bwd, group_len: int, groups, method: str = "dp", lo: int | None
         p = even_splits(len(groups), group_len)
     else:
         raise ConfigError(f"balance method: expected 'dp', 'eq2' or 'even', got {method!r}")
+    mk = None
     if _depth(depth) != 2 and method != "even" and groups:
-        p, _ = descend_splits(p, l, b, lo, hi, recv, depth)
+        p, mk = descend_splits(p, l, b, lo, hi, recv, depth)  # the simulated makespan of p, as makespan() gives
     a, c, q = task_times(p, l, b, recv)
-    return BalancePlan(method, group_len, groups, p, makespan(p, l, b, recv, depth),
+    return BalancePlan(method, group_len, groups, p, makespan(p, l, b, recv, depth) if mk is None else mk,
                        np.array([a.sum() + c.sum(), q.sum()]), depth)

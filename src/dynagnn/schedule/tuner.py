@@ -341,13 +341,11 @@ class FrameTuner:
             if self.pipeline is None:
                 self.pipeline = pipelines[0]
             return self.frame_size
-        fixed = self.frozen  # S fixed by hand: only the pipeline is chosen, the rest stays as it ran
-        if not fixed:
-            self.compute_time = compute_time
-            self.bytes_per_second = bytes_per_second
-        if fixed:
+        if self.frozen:  # S fixed by hand: only the pipeline is chosen
             cands = [Candidate(self.frame_size, self.max_s_per, pipelines[0])]
         else:
+            self.compute_time = compute_time
+            self.bytes_per_second = bytes_per_second
             cands = candidates(frame_size_for(self.window, self.snapshot_bytes, self.bytes_available),
                                self.options, partitions, pipelines[0])
         best = cands[-1]
@@ -359,10 +357,7 @@ class FrameTuner:
                 finals = sorted({Candidate(c.frame_size, c.max_s_per, p) for c in {best, cands[0]} for p in pipelines})
                 self.finals = self._time(finals, measure, rounds)
                 best = fastest(self.finals)
-        if fixed:
-            self.pipeline = bool(best.pipeline)  # use() would also drop the S_per decisions made
-        else:
-            self.use(best)
+        self.use(best)
         self.frozen = True
         return self.frame_size
 

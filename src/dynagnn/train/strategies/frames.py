@@ -384,8 +384,7 @@ class FrameEngine:
 
         def measure(candidate) -> list[float]:
             out = []
-            if not self.pipeline_decided:
-                self.prefetch.enabled = candidate.pipeline
+            self.prefetch.enabled = candidate.pipeline  # the decided setting, once decided
             saved = [p.grad for p in params]
             self.schedule(picks)  # the producer, when on, prepares the picks' frames as in training
             with torch.enable_grad():

@@ -128,18 +128,21 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
 
 
 def transfer_bytes(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto",
-                   seed: int = 0) -> dict:
+                   seed: int = 0, built: tuple | None = None) -> dict:
     """The bytes a step of the group strategy moves (:func:`dynagnn.schedule.stage.transfer_costs`):
     one hand-over of the model's recurrent state (every tensor of ``initial_state``, as
     :meth:`GroupPipeline._flatten` sends it) or of the last embedding [N, out_dim], the gradients
     all-reduced (the model's and the task head's parameters, float32), and each group's loss
-    inputs when p1 prepares them (int64 [3, E])."""
+    inputs when p1 prepares them (int64 [3, E]). ``built``: the run's (task, model, head), when
+    there is one, instead of fresh ones."""
     from dynagnn.models import build_model
     from dynagnn.train.tasks import make_task
 
-    t_ = make_task(task, store, seed)
-    net = build_model(model, store.feature_dim(), hidden)
-    head = t_.head(net.out_dim)
+    if built is None:
+        t_ = make_task(task, store, seed)
+        net = build_model(model, store.feature_dim(), hidden)
+        built = t_, net, t_.head(net.out_dim)
+    t_, net, head = built
     with torch.no_grad():
         leaves, _ = tree_flatten(net.initial_state(store.num_nodes, "cpu"))
     state = sum(x.numel() for x in leaves) * 4
@@ -182,7 +185,7 @@ def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
     pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
     tail = head_costs(run.store, model, hidden, run.train_ends, run.task.name, threads=torch.get_num_threads())
     # the channel is not timed here: this is a worker process, which cannot start the two it needs
-    transfers = transfer_bytes(run.store, model, hidden, run.train_ends, run.task.name)
+    transfers = transfer_bytes(run.store, model, hidden, run.train_ends, built=(run.task, run.model, run.head))
     return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
                       groups=run.train_ends, predictor_source="profiled at start", tail=tail, transfers=transfers,
                       depth=PIPELINE_DEPTH)  # BLAD's own queue, as the README says of a plan made at start
