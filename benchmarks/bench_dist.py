@@ -63,7 +63,7 @@ def _modelled_bytes(path, strategy, workers, batch_windows=1) -> float:
     from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
     from dynagnn.data.store import open_store
     from dynagnn.train.transfer import load_host_snapshots
-    from dynagnn.train.tasks import chronological_split, infer_task, make_task
+    from dynagnn.tasks.snapshot import chronological_split, infer_task, make_task
     from dynagnn.train.strategies.vertex import vertex_parts
 
     store = open_store(path)

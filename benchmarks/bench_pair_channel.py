@@ -34,8 +34,8 @@ def _body(ctx, repeats: int) -> dict | None:
 
     from dynagnn.allocator import keep_freed_heap
     from dynagnn.cost.link import timed_handover
-    from dynagnn.dist.comm import Comm
-    from dynagnn.dist.pair_channel import PairChannel, message_bytes
+    from dynagnn.distributed.comm import Comm
+    from dynagnn.distributed.pair_channel import PairChannel, message_bytes
 
     keep_freed_heap()  # as training runs
     r = ctx.rank
@@ -66,7 +66,7 @@ def _body(ctx, repeats: int) -> dict | None:
 
 
 def main() -> dict:
-    from dynagnn.dist.launch import launch
+    from dynagnn.distributed.launch import launch
 
     repeats = int(os.environ.get("DYNAGNN_BENCH_PAIR_REPEATS", 60))
     times = launch(_body, 1, repeats, procs_per_worker=2, threads=1)[1]

@@ -12,7 +12,7 @@ from dynagnn.data.types import RawGraph
 from dynagnn.models.tgnn import apply_writes
 from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer, TrainingError, train
-from dynagnn.train.event_task import EventLinkTask, link_metrics
+from dynagnn.tasks.events import EventLinkTask, link_metrics
 from tests.conftest import random_events
 
 

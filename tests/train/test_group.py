@@ -14,9 +14,9 @@ import torch
 
 from dynagnn.cli import main
 from dynagnn.data.store import open_store
-from dynagnn.dist import DistError
-from dynagnn.dist.launch import launch
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed import DistError
+from dynagnn.distributed.launch import launch
+from dynagnn.distributed.testing import run_on
 from dynagnn.models import build_model
 from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
@@ -331,7 +331,7 @@ def test_transfer_bytes_of_a_step(store):
     """What the plan charges the channel for: WD-GCN's state (h, c) and embedding h, every
     parameter's gradient (the model's and the link head's), each window's loss inputs (int64)."""
     from dynagnn.train.strategies.group import transfer_bytes
-    from dynagnn.train.tasks import make_task
+    from dynagnn.tasks.snapshot import make_task
 
     st = open_store(store)
     ends = training_ends(st, WINDOW)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from dynagnn.train import metrics as M
+from dynagnn.tasks import metrics as M
 
 
 def brute_auc(s, y):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from dynagnn.cli import main
-from dynagnn.dist import DistError
-from dynagnn.dist.launch import launch
+from dynagnn.distributed import DistError
+from dynagnn.distributed.launch import launch
 from dynagnn.train import engine
 from dynagnn.train.engine import TrainConfig, train
 

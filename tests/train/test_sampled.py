@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from dynagnn.analysis.cache import cache_hit_table
 from dynagnn.data.ingest import ingest
 from dynagnn.data.store import open_store
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed.testing import run_on
 from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.models.sage import make_blocks
 from dynagnn.train.cache import MIB

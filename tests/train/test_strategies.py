@@ -6,7 +6,7 @@ import torch
 
 from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
 from dynagnn.data.store import open_store
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed.testing import run_on
 from dynagnn.train.engine import TrainConfig, Trainer
 from dynagnn.train.strategies.vertex import vertex_parts
 

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from dynagnn.data.store import open_store
 from dynagnn.errors import ConfigError
 from dynagnn.models.heads import LinkPredictor, NodeClassifier
-from dynagnn.train import metrics as M
-from dynagnn.train.tasks import (LinkPrediction, NodeClassification, NodeRegression, chronological_split,
+from dynagnn.tasks import metrics as M
+from dynagnn.tasks.snapshot import (LinkPrediction, NodeClassification, NodeRegression, chronological_split,
                                  infer_task, make_task)
 
 

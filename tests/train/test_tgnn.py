@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from dynagnn.analysis.commvolume import sven_trainer_stats, sven_volumes
-from dynagnn.dist import DistError
-from dynagnn.dist.launch import launch
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed import DistError
+from dynagnn.distributed.launch import launch
+from dynagnn.distributed.testing import run_on
 from dynagnn.train import engine
 from dynagnn.train.engine import Trainer, TrainConfig
 from dynagnn.train.strategies.tgnn import worker_batches
@@ -95,7 +95,7 @@ def _wires(ctx, comm):
     """Where the bookkeeping crosses a job's Comm: this gloo one, and the same job were it nccl on GPUs."""
     import dataclasses
 
-    from dynagnn.dist.comm import Comm
+    from dynagnn.distributed.comm import Comm
     from dynagnn.train.strategies.tgnn_memory import wire_device
 
     nccl = dataclasses.replace(ctx, device=torch.device(f"cuda:{ctx.rank}"), backend="nccl")

@@ -3,7 +3,7 @@
 BLAD's pipeline hands each group's hidden state from process p1 to p2 and the state's gradient
 back, and every step ends with the gradient all-reduce. BLAD calls the hand-over negligible (a
 device memory pool); here the two processes exchange it through the pair's channel
-(:class:`~dynagnn.dist.pair_channel.PairChannel`: memory both map and a pipe for doorbells), where
+(:class:`~dynagnn.distributed.pair_channel.PairChannel`: memory both map and a pipe for doorbells), where
 the receiver reads the doorbell and copies the message out: 0.05 ms for a few bytes and 0.10 ms for
 1.25 MiB on this project's 2-core machine when idle (0.25 ms at the 90th percentile with both
 processes busy), against 0.09 and 0.44 ms read from gloo's socket. The cost model therefore times the channel once (:func:`profile_link`, two gloo processes
@@ -47,8 +47,8 @@ def _link_body(ctx, sizes: Sequence[int], repeats: int, pause_s: float) -> list[
     import torch
     import torch.distributed as dist
 
-    from ..dist.comm import Comm
-    from ..dist.pair_channel import PairChannel, message_bytes
+    from ..distributed.comm import Comm
+    from ..distributed.pair_channel import PairChannel, message_bytes
 
     rows = []
     channel = PairChannel.open(Comm(ctx, sync_timing=False), 1 - ctx.rank, ctx.rank == 0,
@@ -103,7 +103,7 @@ def profile_link(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 7, pause_s
                  timeout: float = 120.0) -> pd.DataFrame:
     """Time the hand-over and the all-reduce between the two gloo processes of one worker on this
     machine (one torch thread each); one row per (kind, bytes), columns :data:`LINK_COLUMNS`."""
-    from ..dist.launch import launch
+    from ..distributed.launch import launch
 
     if not sizes or min(int(s) for s in sizes) < 4:
         raise CostError(f"link profile: expected message sizes of at least 4 bytes, got {list(sizes)}")

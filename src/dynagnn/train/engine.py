@@ -8,7 +8,7 @@ with the best validation metric is the model that is kept, and training stops af
 epochs without improvement.
 
 Several workers (``workers`` > 1, or a process that torchrun started): :func:`train` launches one
-process per worker (:func:`dynagnn.dist.launch.launch`); every process runs a :class:`Trainer` with
+process per worker (:func:`dynagnn.distributed.launch.launch`); every process runs a :class:`Trainer` with
 the same seed (so the same initial weights) and its share of the step; rank 0 evaluates, decides on
 early stopping for everyone, and writes the outputs.
 
@@ -46,9 +46,9 @@ from tqdm.auto import tqdm
 from dynagnn.allocator import keep_freed_heap
 from dynagnn.atomic import write_all
 from dynagnn.data.store import SnapshotStore, open_store
-from dynagnn.dist.comm import Comm
-from dynagnn.dist.context import DistContext
-from dynagnn.dist.launch import check_workers, launch, under_torchrun
+from dynagnn.distributed.comm import Comm
+from dynagnn.distributed.context import DistContext
+from dynagnn.distributed.launch import check_workers, launch, under_torchrun
 from dynagnn.errors import ConfigError, DynagnnError
 from dynagnn.tables import write_parquet
 from dynagnn.timing import PhaseTimer

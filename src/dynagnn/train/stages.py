@@ -143,7 +143,7 @@ def _sampler_main(index: int, sampling: _Sampling, tasks, out, cores) -> None:
 
 @contextlib.contextmanager
 def _children_allowed():
-    """dist.launch starts its workers as daemons (they must die with the job), and multiprocessing
+    """distributed.launch starts its workers as daemons (they must die with the job), and multiprocessing
     forbids a daemon to start processes, lest they be orphaned; the samplers are daemons that end
     with their worker, so that reason does not apply to them."""
     import multiprocessing as mp

@@ -41,12 +41,12 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from dynagnn.dist.comm import Comm
-from dynagnn.dist.context import DistContext
+from dynagnn.distributed.comm import Comm
+from dynagnn.distributed.context import DistContext
 from dynagnn.errors import ConfigError
 from dynagnn.models.base import DynamicGNN
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.tasks import Split, chronological_split, infer_task, make_task
+from dynagnn.tasks.snapshot import Split, chronological_split, infer_task, make_task
 from dynagnn.train.transfer import load_host_snapshots
 
 

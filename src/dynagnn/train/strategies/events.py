@@ -35,7 +35,7 @@ from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
-from dynagnn.train.event_task import EventLinkTask, check_events, link_metrics
+from dynagnn.tasks.events import EventLinkTask, check_events, link_metrics
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 
 

@@ -21,7 +21,7 @@ Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "
 - p2 runs the rest of group i forward from the received state, the loss / B and the backward, and
   sends the gradient of the received state back.
 
-Hand-overs go through the pair's channel (:class:`~dynagnn.dist.pair_channel.PairChannel`): the
+Hand-overs go through the pair's channel (:class:`~dynagnn.distributed.pair_channel.PairChannel`): the
 sender copies a message into memory both processes map and writes a doorbell to a pipe the partner
 reads itself, so neither blocks on the other's receive and the receiver copies instead of waiting
 for gloo's I/O thread; the time a process waits for its partner's hand-over is timed as
@@ -44,7 +44,7 @@ durations the plan was predicted with. The baselines keep ``"auto"``.
 
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
-one GPU, so such jobs use gloo (:mod:`dynagnn.dist.launch`) and hand-overs go through the channel's
+one GPU, so such jobs use gloo (:mod:`dynagnn.distributed.launch`) and hand-overs go through the channel's
 host memory, where BLAD uses a device memory pool. On CPU each process gets half of the worker's cores.
 """
 
@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from dynagnn.dist.pair_channel import PairChannel, message_bytes
+from dynagnn.distributed.pair_channel import PairChannel, message_bytes
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
 from dynagnn.schedule.balance import PIPELINE_DEPTH
@@ -80,7 +80,7 @@ OPERATOR_KINDS = {"graph_op": 0, "nn_op": 1, "rnn": 1}
 
 def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list[int]:
     """End snapshots of the training windows of a run on ``store`` (the groups a plan covers)."""
-    from dynagnn.train.tasks import chronological_split, make_task
+    from dynagnn.tasks.snapshot import chronological_split, make_task
 
     return list(chronological_split(make_task(task, store, seed).steps(int(window))).train)
 
@@ -98,7 +98,7 @@ def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = 
 
     from dynagnn.allocator import keep_freed_heap
     from dynagnn.models import build_model
-    from dynagnn.train.tasks import make_task
+    from dynagnn.tasks.snapshot import make_task
 
     keep_freed_heap()  # timed under the allocator training runs under
 
@@ -136,7 +136,7 @@ def transfer_bytes(store, model: str, hidden: int, ends: Sequence[int], task: st
     inputs when p1 prepares them (int64 [3, E]). ``built``: the run's (task, model, head), when
     there is one, instead of fresh ones."""
     from dynagnn.models import build_model
-    from dynagnn.train.tasks import make_task
+    from dynagnn.tasks.snapshot import make_task
 
     if built is None:
         t_ = make_task(task, store, seed)

@@ -47,11 +47,11 @@ from dynagnn.graph.partition import bgl_partition, hash_partition
 from dynagnn.models.heads import NodeClassifier
 from dynagnn.models.sage import SAMPLED_MODELS, SampledGNN
 from dynagnn.sortedkeys import row_offsets
-from dynagnn.train import metrics as M
+from dynagnn.tasks import metrics as M
 from dynagnn.train.cache import MIB, FeatureCache, StoreRows
 from dynagnn.train.stages import Pipeline
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
-from dynagnn.train.tasks import Split, class_labels
+from dynagnn.tasks.snapshot import Split, class_labels
 
 SEED_PARTITIONERS = ("bgl", "random")
 EVAL_EPOCH = 1 << 30   # the epoch of the evaluation batches' sampling keys (a seed sequence takes no negatives)

@@ -31,7 +31,7 @@ several workers, with the node memory and mailbox partitioned across them.
   once, so each step reports its own); off by default, it changes the training trajectory (every
   step applies the previous step's gradient), not the model.
 
-How the overlap is made: gloo's collectives are synchronous in :class:`~dynagnn.dist.comm.Comm`
+How the overlap is made: gloo's collectives are synchronous in :class:`~dynagnn.distributed.comm.Comm`
 (no async all-to-all handle there), so every collective of a training step runs, in the order the
 step issues them, on one communication thread per worker (a single-worker executor; the same order
 on every worker keeps the collectives matched); the training thread waits on its futures only
@@ -58,7 +58,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dynagnn.dist.comm import Comm
+from dynagnn.distributed.comm import Comm
 from dynagnn.errors import ConfigError
 from dynagnn.graph import partition as gp
 from dynagnn.graph.dispatch import Requests

@@ -3,7 +3,7 @@
 Every node's memory and mailbox row lives on one worker, its *owner* (``owner`` [N], Sven's λ1;
 ``local`` [N] is λ2, the row on the owner). A batch's worker asks the owners for the rows it reads
 and sends the rows it writes back to them, always through uneven all-to-alls
-(:meth:`~dynagnn.dist.comm.Comm.all_to_all`), counted as the analysis counts them
+(:meth:`~dynagnn.distributed.comm.Comm.all_to_all`), counted as the analysis counts them
 (:func:`~dynagnn.analysis.commvolume.sven_volumes`):
 
 - ``dispatch``: the rows answered, float32 ``d_mem + M·d_msg`` each (memory and mailbox; Sven's
@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from dynagnn.dist.comm import Comm
+from dynagnn.distributed.comm import Comm
 from dynagnn.graph.dispatch import Requests, plan_requests
 from dynagnn.models.tgnn import MemoryRows, NodeMemory, Writes
 from dynagnn.models.tgnn.memory import latest_per_node

@@ -4,12 +4,12 @@ The vertices are split once, by METIS on the union of every snapshot's edges or 
 (``partitioner``, :mod:`dynagnn.graph.partition`). Worker p owns V_p: its rows of every Â_t, of
 X_t and of every per-vertex state. Before each aggregation it receives the halo, the rows of remote
 vertices that its own rows of Â_t read (ESDG: p needs X_t[v] iff column v of Â_t has a non-zero in
-a row of V_p); the send lists are precomputed per snapshot (:class:`~dynagnn.dist.comm.HaloPlan`).
+a row of V_p); the send lists are precomputed per snapshot (:class:`~dynagnn.distributed.comm.HaloPlan`).
 The RNN and the NN operators are local; EvolveGCN-O's weight chain is computed on every worker.
 
 Per snapshot, worker p holds Â_t[V_p, :] as a local CSR [n_p, n_p + h_t]: columns 0..n_p−1 are its
 own vertices (ascending global id), columns n_p.. the halo grouped by owner rank, ascending global id
-within an owner — the order in which :meth:`~dynagnn.dist.comm.Comm.halo` delivers them. The
+within an owner — the order in which :meth:`~dynagnn.distributed.comm.Comm.halo` delivers them. The
 aggregation is then ``Â_local · [Z_own ‖ halo(Z_own)]``, and its backward returns the halo rows'
 gradients to their owners (``halo.backward``). Halo rows per aggregation: Σ_v λ_t(v), the
 connectivity−1 volume that :func:`dynagnn.analysis.commvolume.count_vertex_volume` counts (on the
@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from dynagnn.dist.comm import Comm, HaloPlan
+from dynagnn.distributed.comm import Comm, HaloPlan
 from dynagnn.errors import ConfigError
 from dynagnn.graph.csr import Adjacency, _SpMM, csr_matrix
 from dynagnn.graph.partition import hash_partition, metis_partition

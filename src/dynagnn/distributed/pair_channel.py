@@ -12,8 +12,8 @@ and writes a doorbell of a few int64 to the pipe: where the message starts, the 
 lengths. The receiver reads the doorbell itself (no helper thread: a doorbell already written is
 read at once) and copies the parts out. The names are unlinked as soon as both processes opened
 them, so a crash leaves nothing behind, and a partner that dies closes its end of the pipe: the
-receiver reads the end of the file and raises :class:`~dynagnn.dist.context.DistError` instead of
-waiting (and gives up after the job's timeout, :func:`~dynagnn.dist.launch.default_timeout`).
+receiver reads the end of the file and raises :class:`~dynagnn.distributed.context.DistError` instead of
+waiting (and gives up after the job's timeout, :func:`~dynagnn.distributed.launch.default_timeout`).
 
 Flow: each doorbell also carries how many of the other direction's messages its sender has taken,
 so a sender knows which of its messages the partner still has to read and never writes over them.
@@ -41,9 +41,9 @@ from typing import Sequence
 
 import torch
 
-from dynagnn.dist.comm import Comm
-from dynagnn.dist.context import DistError
-from dynagnn.dist.launch import default_timeout
+from dynagnn.distributed.comm import Comm
+from dynagnn.distributed.context import DistError
+from dynagnn.distributed.launch import default_timeout
 from dynagnn.timing import section
 
 log = logging.getLogger(__name__)

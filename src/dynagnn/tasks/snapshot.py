@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from dynagnn.errors import ConfigError
 from dynagnn.sortedkeys import isin_sorted
 from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
-from dynagnn.train import metrics as M
+from dynagnn.tasks import metrics as M
 
 TASKS = ("link", "classify", "regress")
 

@@ -17,7 +17,7 @@ error naming the worker and the cause; a worker blocked in a collective with a d
 released by gloo's connection error or, at worst, the process group's timeout (``timeout`` seconds,
 default 600 or ``DYNAGNN_DIST_TIMEOUT``). A :class:`~dynagnn.errors.DynagnnError` raised in a worker
 (a bad config found on rank 0) is raised again in the parent with its own class and message; a
-:class:`~dynagnn.dist.context.DistError` (a worker saw its peer go) yields to the dead worker's own cause.
+:class:`~dynagnn.distributed.context.DistError` (a worker saw its peer go) yields to the dead worker's own cause.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from dynagnn.dist.context import DistContext, DistError
+from dynagnn.distributed.context import DistContext, DistError
 from dynagnn.errors import ConfigError, DynagnnError
 
 log = logging.getLogger(__name__)

@@ -7,6 +7,6 @@ This package sits below ``graph/``, ``models/`` and the stages: it imports only 
 :mod:`dynagnn.timing` and :mod:`dynagnn.errors`.
 """
 
-from dynagnn.dist.context import DistContext, DistError
+from dynagnn.distributed.context import DistContext, DistError
 
 __all__ = ["DistContext", "DistError"]

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from dynagnn.dist.context import DistContext
+from dynagnn.distributed.context import DistContext
 from dynagnn.timing import section
 
 

@@ -5,17 +5,17 @@
 
     assert run_on(2, body, 1.0) == [3.0, 3.0]
 
-``body(ctx, comm, *args)`` runs with a :class:`~dynagnn.dist.comm.Comm` of the job; each process uses
+``body(ctx, comm, *args)`` runs with a :class:`~dynagnn.distributed.comm.Comm` of the job; each process uses
 one torch thread so that P = 2 fits a 2-core machine. A failure in any process raises in the caller
-(:func:`~dynagnn.dist.launch.launch`).
+(:func:`~dynagnn.distributed.launch.launch`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from dynagnn.dist.comm import Comm
-from dynagnn.dist.launch import launch
+from dynagnn.distributed.comm import Comm
+from dynagnn.distributed.launch import launch
 
 
 def _body(ctx, fn, args):

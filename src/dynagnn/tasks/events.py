@@ -27,7 +27,7 @@ import numpy as np
 
 from dynagnn.errors import ConfigError, StoreError
 from dynagnn.sortedkeys import isin_sorted, unique_sorted
-from dynagnn.train import metrics as M
+from dynagnn.tasks import metrics as M
 
 
 @dataclass

@@ -4,13 +4,13 @@ nothing is left in the shared directory."""
 
 import os
 
-from dynagnn.dist import DistError
+from dynagnn.distributed import DistError
 
 import pytest
 import torch
 
-from dynagnn.dist.pair_channel import HEADER, PairChannel, _shared_dir, message_bytes
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed.pair_channel import HEADER, PairChannel, _shared_dir, message_bytes
+from dynagnn.distributed.testing import run_on
 
 
 def _message(k: int) -> list[torch.Tensor]:

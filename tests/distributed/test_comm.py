@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from dynagnn.analysis.commvolume import count_ring_allreduce
-from dynagnn.dist import DistError
-from dynagnn.dist.comm import Comm, HaloPlan, ring_share
-from dynagnn.dist.context import DistContext
-from dynagnn.dist.testing import run_on
+from dynagnn.distributed import DistError
+from dynagnn.distributed.comm import Comm, HaloPlan, ring_share
+from dynagnn.distributed.context import DistContext
+from dynagnn.distributed.testing import run_on
 from dynagnn.errors import ConfigError
 
 
