@@ -60,7 +60,8 @@ def _predictor(path):
 def _plan(path, predictor, workers, out):
     from dynagnn.data.store import open_store
     from dynagnn.schedule.stage import plan_store
-    from dynagnn.train.strategies.group import head_costs, training_ends, transfer_bytes
+    from dynagnn.cost.run_costs import head_costs, transfer_bytes
+    from dynagnn.tasks.snapshot import training_ends
 
     store = open_store(path)
     ends = training_ends(store, WINDOW)
@@ -175,7 +176,7 @@ def main() -> dict:
 def bench_store(name: str, epochs: int, rounds: int) -> dict:
     path = blad_group_store(name)
     from dynagnn.data.store import open_store
-    from dynagnn.train.strategies.group import training_ends
+    from dynagnn.tasks.snapshot import training_ends
 
     B = len(training_ends(open_store(path), WINDOW))
     predictor = _predictor(path)

@@ -155,7 +155,7 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
     plan = SchedulePlan.load(plan_path, dataset="s", model="tgcn", store_checksum=st.checksum)
     fwd, bwd = Predictor.load(cost / "predictor.json").predict({"edges": np.diff(st.offsets)},
                                                                model_calls("tgcn", 4, 4), num_nodes=st.num_nodes)
-    from dynagnn.train.strategies.group import training_ends
+    from dynagnn.tasks.snapshot import training_ends
 
     ends = training_ends(st, 3)  # the CLI plans the training windows (--windows train)
     # p1's loss inputs (negative sampling) and p2's loss and head, timed by the CLI
@@ -164,7 +164,7 @@ def test_profile_then_schedule_agree_with_library(tmp_path, capsys):
     # the hand-overs at the channel the profile timed, and the stage's queue depth
     from dynagnn.cost.link import LinkCost
     from dynagnn.schedule.stage import DEFAULT_PIPELINE_DEPTH, transfer_costs
-    from dynagnn.train.strategies.group import transfer_bytes
+    from dynagnn.cost.run_costs import transfer_bytes
 
     handover, allreduce_s = transfer_costs(LinkCost.of(Predictor.load(cost / "predictor.json")),
                                            transfer_bytes(st, "tgcn", 4, ends))

@@ -1,6 +1,7 @@
 """Imports point down the layer order of DESIGN.md: the package-root helpers (the leaves first:
 errors, atomic, sortedkeys, timing, allocator; then splits, tables and config, which use them), data, distributed, graph,
-models, tasks, then the stages in pipeline order (analysis, cost, schedule, train), report, and the CLI.
+models, tasks, then the stages in pipeline order (analysis, cost, schedule, train), report, the API
+that sequences stages (api), and the CLI.
 
 A stage reads another stage's files, not its internals: a later stage may use an earlier stage's
 reader of its files (the schedule stage loads the profile stage's predictor), never the reverse.
@@ -29,6 +30,7 @@ LAYERS = [
     {"schedule"},
     {"train"},
     {"report"},
+    {"api"},
     {"cli"},
     {"__main__"},
 ]

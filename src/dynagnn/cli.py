@@ -456,13 +456,10 @@ def cmd_schedule(args) -> None:
         raise ConfigError("schedule: give --out (the plan to write) or --check PLAN")
     groups = tail = transfers = None
     if args.windows == "train":
+        from .api import run_costs
         from .data.store import open_store
-        from .train.strategies.group import head_costs, training_ends, transfer_bytes
 
-        store = open_store(args.store)
-        groups = training_ends(store, args.window, args.task)
-        tail = head_costs(store, args.model, args.hidden, groups, args.task)  # p2's loss and head, timed here
-        transfers = transfer_bytes(store, args.model, args.hidden, groups, args.task)  # what the hand-overs move
+        groups, tail, transfers = run_costs(open_store(args.store), args.model, args.hidden, args.window, args.task)
     plan = schedule_stage(args.store, args.predictor, model=args.model, workers=args.workers, window=args.window,
                           hidden=args.hidden, stats=args.stats, overlap=args.overlap, balance_method=args.balance,
                           memory_bytes=args.memory_gb * 2**30, groups=groups, tail=tail, transfers=transfers,
@@ -576,7 +573,8 @@ def check_outputs(args) -> None:
 def cmd_train(args) -> None:
     from .config import check_options
     from .report.figures import training_curves
-    from .train.engine import TrainConfig, train
+    from .api import train
+    from .train.engine import TrainConfig
 
     options = {}
     if args.options:

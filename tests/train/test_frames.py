@@ -12,7 +12,8 @@ import torch
 from dynagnn.errors import ConfigError
 from dynagnn.schedule.tuner import Candidate, candidates, fastest
 from dynagnn.train.engine import TrainConfig, Trainer, train
-from dynagnn.train.strategies.frames import Frames, ReuseCache
+from dynagnn.train.frame_engine import ReuseCache
+from dynagnn.train.strategies.frames import Frames
 from dynagnn.train.strategies.sequential import Sequential
 
 from .conftest import small_store

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from dynagnn import api
 from dynagnn.cli import main
 from dynagnn.data.store import open_store
 from dynagnn.distributed import DistError
@@ -24,7 +25,8 @@ from dynagnn.schedule.measured import measured_costs
 from dynagnn.schedule.plan import build_plan
 from dynagnn.train import engine
 from dynagnn.train.engine import TrainConfig, Trainer
-from dynagnn.train.strategies.group import _Measured, training_ends
+from dynagnn.tasks.snapshot import training_ends
+from dynagnn.train.strategies.group import _Measured
 
 from .conftest import small_store
 
@@ -237,7 +239,7 @@ def test_replan_from_measured_times(store, tmp_path):
 def test_train_without_a_plan_plans_at_start(store, tmp_path):
     """No plan given: rank 0 profiles and plans the training windows; the run writes what a run
     writes, with every process's timings and the measured operator overlap per epoch."""
-    metrics, timings = engine.train(store, tmp_path / "o", config("wdgcn", "group", 1, epochs=2, batch_windows=7),
+    metrics, timings = api.train(store, tmp_path / "o", config("wdgcn", "group", 1, epochs=2, batch_windows=7),
                                     progress=False)
     assert sorted(timings["worker"].unique()) == [0, 1]  # p1 and p2
     assert {"sync_wait", "communication", "graph_op"} <= set(timings["phase"])
@@ -330,7 +332,7 @@ def test_steps_when_steps_outnumber_a_workers_groups():
 def test_transfer_bytes_of_a_step(store):
     """What the plan charges the channel for: WD-GCN's state (h, c) and embedding h, every
     parameter's gradient (the model's and the link head's), each window's loss inputs (int64)."""
-    from dynagnn.train.strategies.group import transfer_bytes
+    from dynagnn.cost.run_costs import transfer_bytes
     from dynagnn.tasks.snapshot import make_task
 
     st = open_store(store)

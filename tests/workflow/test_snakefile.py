@@ -116,7 +116,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     from dynagnn.cost.models import model_calls
     from dynagnn.cost.predictor import Predictor
     from dynagnn.schedule import SchedulePlan, build_plan
-    from dynagnn.train.strategies.group import training_ends
+    from dynagnn.tasks.snapshot import training_ends
 
     cost = wd / "results" / "cost" / "cpu"
     predictor = Predictor.load(cost / "predictor.json")

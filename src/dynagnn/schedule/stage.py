@@ -163,12 +163,12 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
     docstring); ``groups``: the group ids (training windows' end snapshots) to plan, default all;
     ``tail``: {group id: seconds of the task's loss and head, or (lead, tail) seconds when p1
     prepares the loss's inputs} (the cost model has no operator for
-    them; the caller measures them, :func:`dynagnn.train.strategies.group.head_costs`);
+    them; the caller measures them, :func:`dynagnn.cost.run_costs.head_costs`);
     ``transfers``: the bytes a step moves (:func:`transfer_costs`;
-    :func:`dynagnn.train.strategies.group.transfer_bytes`), charged at the predictor's measured
+    :func:`dynagnn.cost.run_costs.transfer_bytes`), charged at the predictor's measured
     channel costs when it has them (``meta["link"]``); ``depth``: p1's queue bound
     (:data:`DEFAULT_PIPELINE_DEPTH`).
-    What :func:`schedule_stage` and the group strategy (planning at start when given no plan) share."""
+    What :func:`schedule_stage` and the CLI's plan at start (:func:`dynagnn.cli.plan_at_start`) share."""
     from ..cost.link import LinkCost
     from ..cost.models import model_calls
 

@@ -309,3 +309,9 @@ def make_task(name: str, store, seed: int = 0, **options) -> Task:
     if name == "regress":
         return NodeRegression(store, seed)
     raise ConfigError(f"unknown task {name!r}: expected auto, {', '.join(TASKS)}")
+
+
+def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list[int]:
+    """End snapshots of the training windows of a run on ``store``: the groups a BLAD plan covers,
+    which the schedule stage plans and the group strategies train."""
+    return list(chronological_split(make_task(task, store, seed).steps(int(window))).train)

@@ -64,7 +64,6 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from dynagnn.distributed.pair_channel import PairChannel, message_bytes
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
-from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
@@ -76,82 +75,6 @@ log = logging.getLogger(__name__)
 
 # the operator kinds of BLAD's deployment reward: aggregation is memory-bound, the rest compute-bound
 OPERATOR_KINDS = {"graph_op": 0, "nn_op": 1, "rnn": 1}
-
-
-def training_ends(store, window: int, task: str = "auto", seed: int = 0) -> list[int]:
-    """End snapshots of the training windows of a run on ``store`` (the groups a plan covers)."""
-    from dynagnn.tasks.snapshot import chronological_split, make_task
-
-    return list(chronological_split(make_task(task, store, seed).steps(int(window))).train)
-
-
-def head_costs(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto", seed: int = 0,
-               repeats: int = 3, threads: int = 1) -> dict[int, float | tuple[float, float]]:
-    """{window end: median seconds of the task's loss and head, forward and backward} on this
-    machine with ``threads`` torch threads (what each training process runs). The cost model has no
-    operator for them, yet p2 runs them for every group (scores over every positive of a link
-    task): a plan without them overloads p2. A task whose loss inputs are prepared ahead (link
-    prediction's negative sampling, which p1 does) gives (lead, tail): the preparation's seconds
-    and the rest's."""
-    import statistics
-    import time
-
-    from dynagnn.allocator import keep_freed_heap
-    from dynagnn.models import build_model
-    from dynagnn.tasks.snapshot import make_task
-
-    keep_freed_heap()  # timed under the allocator training runs under
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    try:
-        t_ = make_task(task, store, seed)
-        dim = build_model(model, store.feature_dim(), hidden).out_dim
-        head = t_.head(dim)
-        prepares = t_.prepares_inputs
-        out = {}
-        for t in ends:
-            leads, times = [], []
-            for _ in range(int(repeats)):
-                h = torch.randn(store.num_nodes, dim, requires_grad=True)
-                t0 = time.perf_counter()
-                inputs = t_.loss_inputs(int(t), 0)
-                t1 = time.perf_counter()
-                t_.loss(head, h, int(t), 0, inputs).backward()
-                leads.append(t1 - t0)
-                times.append(time.perf_counter() - t1)
-            lead, tail = statistics.median(leads), statistics.median(times)
-            out[int(t)] = (lead, tail) if prepares else lead + tail
-        return out
-    finally:
-        torch.set_num_threads(before)
-
-
-def transfer_bytes(store, model: str, hidden: int, ends: Sequence[int], task: str = "auto",
-                   seed: int = 0, built: tuple | None = None) -> dict:
-    """The bytes a step of the group strategy moves (:func:`dynagnn.schedule.stage.transfer_costs`):
-    one hand-over of the model's recurrent state (every tensor of ``initial_state``, as
-    :meth:`GroupPipeline._flatten` sends it) or of the last embedding [N, out_dim], the gradients
-    all-reduced (the model's and the task head's parameters, float32), and each group's loss
-    inputs when p1 prepares them (int64 [3, E]). ``built``: the run's (task, model, head), when
-    there is one, instead of fresh ones."""
-    from dynagnn.models import build_model
-    from dynagnn.tasks.snapshot import make_task
-
-    if built is None:
-        t_ = make_task(task, store, seed)
-        net = build_model(model, store.feature_dim(), hidden)
-        built = t_, net, t_.head(net.out_dim)
-    t_, net, head = built
-    with torch.no_grad():
-        leaves, _ = tree_flatten(net.initial_state(store.num_nodes, "cpu"))
-    state = sum(x.numel() for x in leaves) * 4
-    grads = sum(p.numel() for p in [*net.parameters(), *head.parameters()] if p.requires_grad) * 4
-    inputs = {}
-    if t_.prepares_inputs:
-        inputs = {int(t): int(t_.loss_inputs_numel(int(t)) * 8) for t in ends}
-    return {"state": int(state), "embedding": int(store.num_nodes * net.out_dim * 4), "gradients": int(grads),
-            "inputs": inputs}
 
 
 def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
@@ -171,31 +94,12 @@ def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Seq
                           "another task, window or split; re-run the schedule stage")
 
 
-def plan_here(run: Run, model: str, hidden: int, workers: int) -> SchedulePlan:
-    """The plan the schedule stage would write, made here: profile the model's operators on this
-    device over the store's shapes, fit the cost model, plan the training windows."""
-    from dynagnn.cost.fit import fit
-    from dynagnn.cost.profile import profile_operators
-    from dynagnn.cost.stage import stage_grid
-    from dynagnn.schedule.stage import plan_store
-
-    log.info("no plan given: profiling %s's operators on %s to plan %d workers (the schedule stage's "
-             "plan-%d.json avoids this)", model, run.device, workers, workers)
-    grid = stage_grid("auto", stores=[run.store.path], models=[model], hidden=[hidden])
-    pred = fit(profile_operators(grid, run.device, repeats=3, progress=False))
-    tail = head_costs(run.store, model, hidden, run.train_ends, run.task.name, threads=torch.get_num_threads())
-    # the channel is not timed here: this is a worker process, which cannot start the two it needs
-    transfers = transfer_bytes(run.store, model, hidden, run.train_ends, built=(run.task, run.model, run.head))
-    return plan_store(run.store, pred, model=model, workers=workers, window=run.window, hidden=hidden,
-                      groups=run.train_ends, predictor_source="profiled at start", tail=tail, transfers=transfers,
-                      depth=PIPELINE_DEPTH)  # BLAD's own queue, as the README says of a plan made at start
-
-
 class GroupPipeline(Strategy):
     """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
 
     name = "group"
     procs_per_worker = 2
+    needs_plan = True
     baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
     reorder = True  # set the plan's operator order
     replan_measured = True  # after an early epoch, re-plan from measured times (option replan)
@@ -246,14 +150,12 @@ class GroupPipeline(Strategy):
 
     def _plan(self, run: Run) -> SchedulePlan:
         o, ctx, store = run.options, run.ctx, run.store
-        if o.get("plan"):
-            plan = SchedulePlan.load(o["plan"], dataset=str(store.attrs.get("name", "")), model=o.get("model"),
-                                     store_checksum=store.checksum)
-        else:
-            plan = plan_here(run, o.get("model"), int(o.get("hidden", 32)), ctx.workers) if ctx.is_main else None
-            plan = run.comm.broadcast_object(plan)
-        check_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends,
-                   where=o.get("plan") or "the plan made at start")
+        if not o.get("plan"):  # the CLI makes one at start (dynagnn.cli.plan_at_start); a library call must give it
+            raise ConfigError(f"the {self.name} strategy trains by a schedule plan: give plan (the schedule stage's "
+                              f"plan-{ctx.workers}.json), or train with `python -m dynagnn train`, which plans at start")
+        plan = SchedulePlan.load(o["plan"], dataset=str(store.attrs.get("name", "")), model=o.get("model"),
+                                 store_checksum=store.checksum)
+        check_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends, where=o["plan"])
         return plan
 
     def _follow(self, plan: SchedulePlan, baseline: bool) -> None:
@@ -599,7 +501,7 @@ class BladEven(GroupPipeline):
 
 class GroupFrames(GroupPipeline):
     """BLAD × PiPAD: the group strategy whose two processes each run their part of every group
-    through PiPAD's frame engine (:class:`~dynagnn.train.strategies.frames.FrameEngine`: parallel
+    through PiPAD's frame engine (:class:`~dynagnn.train.frame_engine.FrameEngine`: parallel
     aggregation over a frame's snapshots, reuse of first-layer aggregations across frames and epochs,
     the pipelined feed), with the frames options (``frame_size``, ``frame_reuse``, ``pipeline``).
     A part is measured as a whole for the re-plan, its time shared evenly among its snapshots."""
@@ -620,7 +522,7 @@ class GroupFrames(GroupPipeline):
         return {**GroupPipeline.run_options(config), **Frames.run_options(config)}
 
     def setup(self, run: Run) -> None:
-        from dynagnn.train.strategies.frames import engine_for
+        from dynagnn.train.frame_engine import engine_for
 
         super().setup(run)
         self.engine = engine_for(run)

@@ -1,0 +1,85 @@
+"""The library's entry points above the stages: what needs more than one stage.
+
+A run of a group strategy (BLAD) that names no plan needs the profile and schedule stages before the
+train stage; no stage may call another's entry point (``tests/test_layers.py``), so that sequence
+lives here, and both the CLI and a Python caller go through :func:`train`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tempfile
+from pathlib import Path
+
+from dynagnn.errors import ConfigError
+
+log = logging.getLogger("dynagnn")
+
+
+def run_costs(store, model: str, hidden: int, window: int, task: str, threads: int = 1) -> tuple[list, dict, dict]:
+    """What a BLAD plan covers and charges beside the operators: the training windows' ends (the
+    groups), the task's loss and head timed with ``threads`` torch threads (p2 runs them for every
+    group), and the bytes a step hands over and all-reduces (:mod:`dynagnn.cost.run_costs`)."""
+    from dynagnn.cost.run_costs import head_costs, transfer_bytes
+    from dynagnn.tasks.snapshot import training_ends
+
+    groups = training_ends(store, window, task)
+    return (groups, head_costs(store, model, hidden, groups, task, threads=threads),
+            transfer_bytes(store, model, hidden, groups, task))
+
+
+def plan_at_start(store_path: Path, config, workers: int, threads: int, out: Path) -> Path:
+    """The plan of a group strategy's run that names none, written to ``out``: the model's operators
+    profiled on the run's device over the store's shapes (the profile stage's auto grid), the cost
+    model fitted, the training windows planned with BLAD's queue of 2. The schedule stage's
+    ``plan-<P>.json`` avoids this; under torchrun every machine would profile its own, so a plan
+    must be given there."""
+    from dynagnn.cost.fit import fit
+    from dynagnn.cost.profile import profile_operators
+    from dynagnn.cost.stage import stage_grid
+    from dynagnn.data.store import open_store
+    from dynagnn.schedule.balance import PIPELINE_DEPTH
+    from dynagnn.schedule.stage import plan_store
+
+    store = open_store(store_path)
+    log.info("no plan given: profiling %s's operators on %s to plan %d workers (the schedule stage's "
+             "plan-%d.json avoids this)", config.model, config.device, workers, workers)
+    grid = stage_grid("auto", stores=[store.path], models=[config.model], hidden=[config.hidden])
+    pred = fit(profile_operators(grid, config.device, repeats=3, progress=False))
+    groups, tail, transfers = run_costs(store, config.model, config.hidden, config.window, config.task, threads)
+    plan = plan_store(store, pred, model=config.model, workers=workers, window=config.window, hidden=config.hidden,
+                      groups=groups, predictor_source="profiled at start", tail=tail, transfers=transfers,
+                      depth=PIPELINE_DEPTH)  # BLAD's own queue, as the README says of a plan made at start
+    plan.save(out)
+    return out
+
+
+def with_plan(store_path: Path, config, folder: Path):
+    """``config`` with a plan made at start (:func:`plan_at_start`, into ``folder``) where its strategy
+    trains by one and it names none."""
+    from dynagnn.distributed.launch import available_cores, under_torchrun
+    from dynagnn.train.strategies import strategy_class
+
+    cls = strategy_class(config.strategy)
+    if not getattr(cls, "needs_plan", False) or config.plan:
+        return config
+    if under_torchrun():
+        raise ConfigError(f"the {config.strategy} strategy under torchrun needs a plan made once for every machine: "
+                          "give --options '{\"plan\": ...}' (the schedule stage's plan-<P>.json)")
+    procs = config.workers * cls.procs_per_worker
+    threads = config.threads or max(1, available_cores() // procs)  # what each training process gets
+    plan = plan_at_start(store_path, config, config.workers, threads, folder / f"plan-{config.workers}.json")
+    return dataclasses.replace(config, plan=str(plan))
+
+
+
+def train(store_path, out, config, resume=None, progress: bool = True):
+    """:func:`dynagnn.train.engine.train` with a plan made at start where the run's strategy trains
+    by one and names none (:func:`plan_at_start`; the plan lives in a temporary folder for the run).
+    Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
+    from dynagnn.train.engine import train as train_stage
+
+    with tempfile.TemporaryDirectory(prefix="dynagnn-plan-") as folder:
+        config = with_plan(Path(store_path), config, Path(folder))
+        return train_stage(store_path, out, config, resume=resume, progress=progress)
