@@ -30,7 +30,7 @@ def blad_small_store():
 def _run(path, strategy, workers, threads, epochs, batch_windows=1):
     from dynagnn.train.engine import TrainConfig, train
 
-    cfg = TrainConfig(model=MODEL, strategy=strategy, workers=workers, threads=threads, hidden=HIDDEN,
+    cfg = TrainConfig.of(model=MODEL, strategy=strategy, workers=workers, threads=threads, hidden=HIDDEN,
                       window=WINDOW, epochs=epochs, patience=epochs, warmup_epochs=1,
                       batch_windows=batch_windows)
     with tempfile.TemporaryDirectory() as out:

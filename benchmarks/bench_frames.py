@@ -87,7 +87,7 @@ def run_rung(path, model: str, rung: str, epochs: int, window: int, threads: int
     from .pyg_baseline import PygFeeder
 
     strategy, opts = LADDER[rung]
-    cfg = TrainConfig(**_model_options(model), strategy=strategy, epochs=epochs, patience=epochs, warmup_epochs=1,
+    cfg = TrainConfig.of(**_model_options(model), strategy=strategy, epochs=epochs, patience=epochs, warmup_epochs=1,
                       window=window, hidden=32, threads=threads, device=device, max_edges=20_000, **opts)
     tr = Trainer(path, cfg, progress=False)
     if rung == "pyg":   # the same sequential strategy, fed and convolved PyG-style

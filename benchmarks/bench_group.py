@@ -79,9 +79,12 @@ WARMUP = 2
 def _run(path, strategy, workers, threads, epochs, batch, plan=None, replan=True):
     from dynagnn.train.engine import TrainConfig, train
 
-    cfg = TrainConfig(model=MODEL, strategy=strategy, workers=workers, threads=threads, hidden=HIDDEN, window=WINDOW,
-                      epochs=epochs, patience=epochs, warmup_epochs=WARMUP, batch_windows=batch,
-                      plan=str(plan) if plan else None, replan=replan)
+    from dynagnn.train.strategies import strategy_class
+
+    own = {k: v for k, v in {"plan": str(plan) if plan else None, "replan": replan}.items()
+           if k in strategy_class(strategy).settable()}  # blad_even is never re-planned: it takes no replan
+    cfg = TrainConfig.of(model=MODEL, strategy=strategy, workers=workers, threads=threads, hidden=HIDDEN, window=WINDOW,
+                         epochs=epochs, patience=epochs, warmup_epochs=WARMUP, batch_windows=batch, **own)
     with tempfile.TemporaryDirectory() as out:
         return train(path, out, cfg, progress=False)
 

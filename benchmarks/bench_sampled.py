@@ -96,7 +96,7 @@ def main(smoke: bool | None = None) -> dict:
     rows = {}
     for label, strategy, extra in runs:
         t0 = time.perf_counter()
-        trainer = Trainer(store, TrainConfig(strategy=strategy, **{**base, **extra}), progress=False)
+        trainer = Trainer(store, TrainConfig.of(strategy=strategy, **{**base, **extra}), progress=False)
         setup = time.perf_counter() - t0
         try:
             metrics, _ = trainer.fit()

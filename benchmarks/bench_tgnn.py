@@ -40,7 +40,7 @@ def volumes(path, workers, partitioners) -> None:
     from dynagnn.train.engine import TrainConfig, Trainer
     from dynagnn.train.strategies.tgnn import memory_owner, worker_batches
 
-    tr = Trainer(path, TrainConfig(model="tgn", strategy="events", threads=1, **DIMS), progress=False)
+    tr = Trainer(path, TrainConfig.of(model="tgn", strategy="events", threads=1, **DIMS), progress=False)
     s, task, model = tr.strategy, tr.task, tr.model
     n, units = tr.store.num_nodes, tr.split.train
     d_mem, d_edge, mb = model.memory_dim, model.edge_dim, model.mailbox
@@ -92,7 +92,7 @@ def timings(path, epochs: int, grid) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for P, m, stale in grid:
-            c = TrainConfig(model="tgn", strategy="tgnn", workers=P, micro_batches=m, stale_allreduce=stale,
+            c = TrainConfig.of(model="tgn", strategy="tgnn", workers=P, micro_batches=m, stale_allreduce=stale,
                             epochs=epochs, patience=epochs, lr=1e-4, threads=1, warmup_epochs=min(1, epochs - 1),
                             **DIMS)
             t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def main() -> None:
     torch.set_num_threads(1)
     print(f"event models on {path.name}: {epochs} epoch(s), 1 thread")
     for model in MODELS:
-        c = TrainConfig(model=model, strategy="events", event_batch=200, memory_dim=100, time_dim=100,
+        c = TrainConfig.of(model=model, strategy="events", event_batch=200, memory_dim=100, time_dim=100,
                         neighbors=10, event_negatives=10, epochs=epochs, patience=epochs, lr=1e-4, threads=1,
                         warmup_epochs=1 if epochs > 1 else 0)
         tr = Trainer(path, c, progress=False)

@@ -69,7 +69,7 @@ def compare_loops(path, label: str, epochs: int, **options) -> list[dict]:
           f"{'val (ours / PyG-T)':>20s}   dynagnn phases (median s)")
     out = []
     for model in MODELS:
-        cfg = TrainConfig(model=model, epochs=epochs, patience=epochs, warmup_epochs=1, **options)
+        cfg = TrainConfig.of(model=model, epochs=epochs, patience=epochs, warmup_epochs=1, **options)
         res = {}
         for name, baseline in (("dynagnn", False), ("pyg", True)):
             tr = _trainer(path, cfg, baseline)
@@ -106,7 +106,7 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
     from dynagnn.timing import peak_memory_bytes
 
     torch.set_num_threads(2)
-    cfg = TrainConfig(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)
+    cfg = TrainConfig.of(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)
     tr = Trainer(path, cfg, progress=False)
     ts = tr.split.train[:2]
     tr.optimizer.zero_grad()

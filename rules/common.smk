@@ -9,6 +9,7 @@ try:
     from dynagnn.config import train_runs as _train_runs
     from dynagnn.config import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
+    from dynagnn.train.strategies import workflow_family as _workflow_family
 except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
     _dynagnn_validate = None
     _ANALYSES, _NEEDS_EVENTS = (), ()  # and no analysis targets: their list is the library's
@@ -68,8 +69,11 @@ def dask_flags(wildcards):
 # Formats whose store has no event stream (their snapshots are the source's own): no temporal redundancy.
 NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
-# Sven's multi-worker event training and its baselines (the partitioner variants for its imbalance figure).
-TGNN_STRATEGIES = ("tgnn", "tgnn_depcomm", "tgnn_depcache", "tgnn_hash", "tgnn_range")
+def family(strategy):
+    """What the library says of a strategy (dynagnn.train.strategies.workflow_family): its family of
+    strategies compared side by side, processes per worker, whether it trains by a plan, its figure and
+    the model contracts it trains. No name tuples here: a newly registered strategy needs no rule."""
+    return _workflow_family(strategy)
 
 
 def _check_event_runs():
@@ -84,7 +88,7 @@ def _check_event_runs():
         if fmt in NO_EVENTS:
             raise WorkflowError(f"train run {run['dataset']}/{run['model']}: {run['model']} trains on an event "
                                 f"stream; dataset {run['dataset']} (format {fmt}) has none")
-        if run["strategy"] not in ("events",) + TGNN_STRATEGIES:
+        if "event" not in family(run["strategy"])["models"]:
             raise WorkflowError(f"train run {run['dataset']}/{run['model']}: {run['model']} is an event model; "
                                 f"train it with strategy events or a tgnn strategy, not {run['strategy']}")
 
@@ -93,25 +97,22 @@ if TRAIN_RUNS:
     _check_event_runs()
 
 
-# Strategies that run the schedule stage's plan (BLAD and its baselines), on 2 processes per worker.
-GROUP_STRATEGIES = ("group", "blad_nm", "blad_even", "group_frames")
-
-
 def train_plan(wildcards):
     return f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{wildcards.workers}.json"
 
 
 def train_inputs(wildcards):
     inputs = {"store": f"{RESULTS}/{wildcards.dataset}/store.zarr"}
-    if wildcards.strategy in GROUP_STRATEGIES:
+    if family(wildcards.strategy)["needs_plan"]:  # BLAD and its baselines: the schedule stage's plan
         inputs["plan"] = train_plan(wildcards)
     return inputs
 
 
-def compared(wildcards):
-    """Strategies trained on (dataset, model, workers), in config order."""
+def compared(wildcards, of=None):
+    """Strategies trained on (dataset, model, workers), in config order; ``of``: only that family's."""
     key = (wildcards.dataset, wildcards.model, str(wildcards.workers))
-    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], str(r["workers"])) == key]
+    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], str(r["workers"])) == key
+            and (of is None or family(r["strategy"])["family"] == of)]
 
 
 def compare_inputs(wildcards):
@@ -126,7 +127,7 @@ def compare_args(wildcards):
 
 
 def train_threads(wildcards):
-    return int(wildcards.workers) * (2 if wildcards.strategy in GROUP_STRATEGIES else 1)
+    return int(wildcards.workers) * family(wildcards.strategy)["procs_per_worker"]
 
 
 def train_options_json(wildcards):
@@ -134,7 +135,7 @@ def train_options_json(wildcards):
         if (run["dataset"], run["model"], run["strategy"], str(run["workers"])) == (
                 wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers):
             options = dict(run["options"])
-            if wildcards.strategy in GROUP_STRATEGIES:
+            if family(wildcards.strategy)["needs_plan"]:
                 options["plan"] = train_plan(wildcards)
             return json.dumps(options, sort_keys=True)
     raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} on "
@@ -205,14 +206,13 @@ def all_outputs():
         outs += [f"{RESULTS}/{d}/analysis/{name}.parquet" for name in _ANALYSES if events or name not in _NEEDS_EVENTS]
     for run in TRAIN_RUNS:
         outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['workers']}/training.png")
-        if run["strategy"] in GROUP_STRATEGIES:  # BLAD's runs are compared with the others of their workers
-            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/compare-{run['workers']}.png")
-        if run["strategy"] == "sampled":  # BGL's data path beside its baselines (rules/train.smk)
-            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/sampled-{run['workers']}.png")
-        if run["strategy"] == "tgnn":  # Sven beside DepComm and DepCache (rules/train.smk)
-            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/sven-{run['workers']}.png")
+        # the family figure of a run's strategy (rules/train.smk): BLAD's runs beside the others of their
+        # workers (compare), BGL's data path beside its baselines (sampled), Sven beside DepComm and DepCache
+        figure = family(run["strategy"])["figure"]
+        if figure:
+            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{figure}-{run['workers']}.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:
         outs += [f"{RESULTS}/{run['dataset']}/{run['model']}/plan-{run['workers']}.{ext}" for ext in ("json", "png")]
-    return outs
+    return list(dict.fromkeys(outs))  # a family's runs ask for its figure once

@@ -73,15 +73,14 @@ rule compare:
         "--figure {output.figure:q} > {log:q} 2>&1"
 
 
-# BGL (issue 16): sampled training's data path side by side, for the sampled strategies trained on a
-# (dataset, model, workers): no cache, PaGraph's static cache, BGL's FIFO with proximity order.
-SAMPLED_STRATEGIES = ("sampled", "sampled_nocache", "sampled_static", "sampled_random")
+# BGL (issue 16): sampled training's data path side by side, for the sampled family's strategies trained
+# on a (dataset, model, workers): no cache, PaGraph's static cache, BGL's FIFO with proximity order.
 
 
 rule sampled_figure:
     input:
         lambda wc: [f"{RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}/metrics.parquet"
-                    for s in compared(wc) if s in SAMPLED_STRATEGIES],
+                    for s in compared(wc, "sampled")],
     output:
         table=f"{RESULTS}/{{dataset}}/{{model}}/sampled-{{workers}}.parquet",
         figure=report(
@@ -96,7 +95,7 @@ rule sampled_figure:
     threads: 1
     params:
         runs=lambda wc: " ".join(f"{s}={RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}"
-                                 for s in compared(wc) if s in SAMPLED_STRATEGIES),
+                                 for s in compared(wc, "sampled")),
     conda:
         "../envs/dynagnn.yaml"
     shell:
@@ -108,7 +107,7 @@ rule sampled_figure:
 rule sven_figure:
     input:
         lambda wc: [f"{RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}/{f}"
-                    for s in compared(wc) if s in TGNN_STRATEGIES for f in ("metrics.parquet", "comm.parquet")],
+                    for s in compared(wc, "tgnn") for f in ("metrics.parquet", "comm.parquet")],
     output:
         table=f"{RESULTS}/{{dataset}}/{{model}}/sven-{{workers}}.parquet",
         figure=report(
@@ -123,7 +122,7 @@ rule sven_figure:
     threads: 1
     params:
         runs=lambda wc: " ".join(f"{s}={RESULTS}/{wc.dataset}/{wc.model}/{s}-{wc.workers}"
-                                 for s in compared(wc) if s in TGNN_STRATEGIES),
+                                 for s in compared(wc, "tgnn")),
     conda:
         "../envs/dynagnn.yaml"
     shell:

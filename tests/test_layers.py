@@ -19,7 +19,7 @@ SRC = Path(dynagnn.__file__).parent
 # Lowest first. A module may import from its own package and from any package of a lower layer.
 LAYERS = [
     {"__init__", "errors", "atomic", "sortedkeys", "timing", "allocator"},
-    {"splits", "tables", "config"},
+    {"splits", "tables", "config", "versioned"},
     {"data"},
     {"distributed"},
     {"graph"},
@@ -83,3 +83,56 @@ def test_imports_point_down():
                 bad.append(f"{path.relative_to(SRC.parent)}:{line}: {here} imports {'.'.join(target)} "
                            f"({there} is not below {here})")
     assert not bad, "imports that point up or sideways:\n" + "\n".join(bad)
+
+
+# The stage rule: a stage (analysis, cost, schedule, train, report) may import from another stage only the
+# modules that stage offers: the readers of its files (the plan, the predictor) and the algorithms it
+# shares (the tuner, the balance, the operator order); never its entry point (``stage.py``), never a
+# private name. Sequencing stages (a plan made at start) is the API's job, above them all.
+STAGES = {"analysis", "cost", "schedule", "train", "report"}
+OFFERED = {
+    "cost": {"predictor", "link", "models"},     # the predictor and its channel costs; each model's operator calls
+    "schedule": {"plan", "tuner", "balance", "topology", "measured"},
+    "analysis": set(),
+    "train": set(),
+    "report": set(),
+}
+
+
+def _names(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            yield node.lineno, [a.name for a in node.names]
+
+
+def test_a_stage_uses_only_what_another_stage_offers():
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("").parts
+        here = rel[0] if len(rel) > 1 else rel[0]
+        if here not in STAGES:
+            continue
+        names = dict(_names(path))
+        for line, target in _imports(path):
+            there = _unit(target)
+            if there == here or there not in STAGES:
+                continue
+            module = target[1] if len(target) > 1 else None
+            private = [n for n in names.get(line, []) if n.startswith("_")]
+            if module not in OFFERED[there] or private:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {here} imports {'.'.join(target)}"
+                           f"{' ' + ', '.join(private) if private else ''} (the {there} stage offers "
+                           f"{', '.join(sorted(OFFERED[there])) or 'nothing'})")
+    assert not bad, "a stage reaching into another's entry point or internals:\n" + "\n".join(bad)
+
+
+def test_no_private_name_crosses_packages():
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("").parts
+        here = rel[0] if len(rel) > 1 else rel[0]
+        names = dict(_names(path))
+        for line, target in _imports(path):
+            if _unit(target) != here and any(n.startswith("_") and n != "__version__" for n in names.get(line, [])):
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {', '.join(names[line])} from {'.'.join(target)}")
+    assert not bad, "private names imported from another package:\n" + "\n".join(bad)

@@ -2,7 +2,8 @@
 Snakemake validates against; the rules), these tests fail when the copy drifts from the source.
 
 - models: ``dynagnn.models.MODELS`` (the train runs: ``ALL_MODELS``, with the event and sampled models);
-- training options and their defaults: the fields of ``dynagnn.train.engine.TrainConfig``;
+- training keys and their defaults: the fields of ``dynagnn.train.run_config.TrainConfig`` and of every
+  registered strategy's ``Options`` (the schema file holds a copy of each option's schema);
 - analyses and their settings: ``dynagnn.analysis.stage.ANALYSES`` and ``AnalysisOptions``.
 """
 
@@ -41,17 +42,28 @@ def test_schema_lists_the_registered_models():
         assert sorted(enum) == sorted(want), f"schema {path}: {enum} is not dynagnn.models.{name}"
 
 
-def test_schema_train_section_is_trainconfig():
-    from dynagnn.train.engine import TrainConfig
+def test_schema_train_section_is_trainconfig_and_the_strategies_options():
+    """The schema file's train keys are TrainConfig's (defaults equal) and every registered strategy's
+    options, each a copy of its Options field's schema (constraints, default and help)."""
+    from dynagnn.train.run_config import TrainConfig
+    from dynagnn.train.strategies import STRATEGIES
 
     props = {k: v for k, v in load_schema()["properties"]["train"]["properties"].items() if k != "runs"}
-    fields = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
-              for f in dataclasses.fields(TrainConfig)}
-    assert set(props) == set(fields), (f"only in the schema's train section: {sorted(set(props) - set(fields))}; "
-                                       f"only in TrainConfig: {sorted(set(fields) - set(props))}")
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name != "options"}
+    options = {}
+    for name, cls in STRATEGIES.items():
+        for key in cls.Options.declared():
+            fragment = cls.Options.json_schema(key)
+            assert options.setdefault(key, fragment) == fragment, f"{name} declares {key} unlike another strategy"
+    assert not set(fields) & set(options), f"both shared and an option: {sorted(set(fields) & set(options))}"
+    want = set(fields) | set(options)
+    assert set(props) == want, (f"only in the schema's train section: {sorted(set(props) - want)}; "
+                                f"only in TrainConfig or an Options: {sorted(want - set(props))}")
     for name, default in fields.items():
         assert props[name].get("default") == default, f"train.{name}: schema default {props[name].get('default')!r}, " \
                                                       f"TrainConfig's {default!r}"
+    for key, fragment in options.items():
+        assert props[key] == fragment, f"train.{key}: the schema file says {props[key]}, its Options field {fragment}"
 
 
 def test_schema_analysis_defaults_are_analysisoptions():

@@ -7,6 +7,7 @@ lives here, and both the CLI and a Python caller go through :func:`train`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import tempfile
@@ -59,10 +60,9 @@ def with_plan(store_path: Path, config, folder: Path):
     """``config`` with a plan made at start (:func:`plan_at_start`, into ``folder``) where its strategy
     trains by one and it names none."""
     from dynagnn.distributed.launch import available_cores, under_torchrun
-    from dynagnn.train.strategies import strategy_class
 
-    cls = strategy_class(config.strategy)
-    if not getattr(cls, "needs_plan", False) or config.plan:
+    cls = config.strategy_cls
+    if not cls.needs_plan or config.options.plan:
         return config
     if under_torchrun():
         raise ConfigError(f"the {config.strategy} strategy under torchrun needs a plan made once for every machine: "
@@ -70,8 +70,9 @@ def with_plan(store_path: Path, config, folder: Path):
     procs = config.workers * cls.procs_per_worker
     threads = config.threads or max(1, available_cores() // procs)  # what each training process gets
     plan = plan_at_start(store_path, config, config.workers, threads, folder / f"plan-{config.workers}.json")
-    return dataclasses.replace(config, plan=str(plan))
-
+    config = copy.copy(config)  # the caller's keeps its own options
+    config.options = dataclasses.replace(config.options, plan=str(plan))
+    return config
 
 
 def train(store_path, out, config, resume=None, progress: bool = True):

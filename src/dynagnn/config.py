@@ -89,6 +89,31 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
+def _train_keys():
+    """The router of train keys (:mod:`dynagnn.train.run_config`), imported when a config is checked:
+    it lives above this layer, beside the strategies whose options it knows."""
+    return importlib.import_module("dynagnn.train.run_config")
+
+
+def _with_options(schema: dict) -> dict:
+    """``schema`` with every registered strategy's options in the train section: the schema file holds a
+    copy of the built-in ones (for Snakemake), a strategy registered later (a plugin, a test) adds its
+    own."""
+    schema = copy.deepcopy(schema)
+    props = schema["properties"]["train"]["properties"]
+    for cls in _train_keys().STRATEGIES.values():
+        for key in cls.Options.declared():
+            props.setdefault(key, cls.Options.json_schema(key))
+    return schema
+
+
+def check_schema(schema: dict, value: Any, label: str) -> None:
+    """Validate ``value`` against the JSON ``schema`` of one key; ConfigError ``<label>: <what>``."""
+    err = _first_error(_validator_class()(schema), value)
+    if err is not None:
+        raise ConfigError(f"{label}: {_explain(err)}")
+
+
 def _first_error(validator, instance) -> jsonschema.ValidationError | None:
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     return errors[0] if errors else None
@@ -118,7 +143,7 @@ def check_options(section: str, options: Any, where: str) -> None:
     values the schema allows, no defaults filled in (a run's options, ``train --options``, a
     TrainConfig). ``where`` names the options in the message (``config key train.runs.0.options``,
     ``--options``)."""
-    props = schema_node(section)["properties"]
+    props = (_with_options(_schema()) if section == "train" else _schema())["properties"][section]["properties"]
     schema = {"type": "object", "additionalProperties": False,
               "properties": {k: v for k, v in props.items() if k != "runs"}}
     err = _first_error(_validator_class()(schema), options)
@@ -134,12 +159,13 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     Raises ConfigError naming the first offending key and what was expected.
     """
     cfg = copy.deepcopy(config) if config is not None else {}
-    err = _first_error(_validator_class(fill_defaults=True)(_schema()), cfg)
+    given = dict((cfg.get("train") or {}) if isinstance(cfg.get("train"), dict) else {})  # before the defaults
+    err = _first_error(_validator_class(fill_defaults=True)(_with_options(_schema())), cfg)
     if err is not None:
         raise ConfigError(_message(err))
     for name, spec in cfg["datasets"].items():
         check_dataset(name, spec)
-    check_train(cfg)
+    check_train(cfg, given)
     for i, run in enumerate((cfg.get("schedule") or {}).get("runs") or []):
         _check_run_dataset(cfg, run, f"schedule.runs.{i}")
     return cfg
@@ -151,18 +177,46 @@ def _check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> 
         raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
 
 
-def check_train(cfg: dict[str, Any]) -> None:
+def _strategies_of(section: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    return list(run.get("strategies") or [section.get("strategy", "sequential")])
+
+
+def check_train(cfg: dict[str, Any], given: dict[str, Any] | None = None) -> None:
     """Each run names a dataset of the config, and its options are keys of the train section with
-    values the schema allows (checked without filling defaults: a run states only what differs)."""
-    for i, run in enumerate(cfg.get("train", {}).get("runs", [])):
+    values the schema allows (checked without filling defaults: a run states only what differs).
+    A key a run (or the section, ``given`` as written) sets must be one every run shares or an option
+    of at least one strategy it trains; it reaches only the strategies that take it."""
+    keys = _train_keys()
+    section = cfg.get("train", {})
+    runs = section.get("runs", [])
+    trained = {s for run in runs for s in _strategies_of(section, run)} or set(keys.STRATEGIES)
+    for key in given or {}:
+        if key != "runs" and key not in keys.shared_fields() and not any(
+                key in keys.strategy_class(s).settable() for s in trained):
+            raise ConfigError(keys.refusal(key, sorted(trained), f"config key train.{key}"))
+    for i, run in enumerate(runs):
         where = f"train.runs.{i}"
         _check_run_dataset(cfg, run, where)
         check_options("train", run.get("options", {}), f"config key {where}.options")
+        strategies = _strategies_of(section, run)
+        for key in run.get("options", {}):
+            if key not in keys.shared_fields() and not any(key in keys.strategy_class(s).settable()
+                                                           for s in strategies):
+                raise ConfigError(keys.refusal(key, strategies, f"config key {where}.options.{key}"))
+
+
+def keys_for(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``options`` a run of ``strategy`` takes: the shared ones and its own options (what
+    the workflow passes to ``train --options``; a section's key for other strategies stays behind)."""
+    keys = _train_keys()
+    takes = set(keys.shared_fields()) | keys.strategy_class(strategy).settable()
+    return {k: v for k, v in options.items() if k in takes}
 
 
 def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (dataset, model, strategy, workers) the config trains, with its full options (section
-    defaults overridden by the run's own)."""
+    """Every (dataset, model, strategy, workers) the config trains, with its options: the shared keys
+    and the strategy's own, section defaults overridden by the run's (a key reaches only the
+    strategies that take it)."""
     section = cfg.get("train", {})
     base = {k: v for k, v in section.items() if k != "runs"}
     out = []
@@ -173,7 +227,8 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                 for workers in run.get("workers") or [opts.get("workers", 1)]:
                     out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
                                 "workers": int(workers),
-                                "options": {**opts, "model": model, "strategy": strategy, "workers": int(workers)}})
+                                "options": {**keys_for(strategy, opts), "model": model, "strategy": strategy,
+                                            "workers": int(workers)}})
     return out
 
 

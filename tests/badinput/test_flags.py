@@ -208,7 +208,7 @@ ROWS = [
 
 @pytest.mark.parametrize("make_argv, message", ROWS)
 def test_bad_flag_refused(capfd, tmp_path, monkeypatch, stores, make_argv, message):
-    monkeypatch.setattr("dynagnn.cli.SCHEDULER_CONNECT_S", 1)
+    monkeypatch.setattr("dynagnn.cli.stages.SCHEDULER_CONNECT_S", 1)
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     (tmp_path / "adir").mkdir()
     (tmp_path / "file.txt").write_text("not a folder\n")
@@ -219,7 +219,7 @@ def test_unreachable_scheduler_gives_up_after_the_connect_timeout(capfd, tmp_pat
     """Dask's own wait is 30 s; the CLI's is SCHEDULER_CONNECT_S."""
     import time
 
-    monkeypatch.setattr("dynagnn.cli.SCHEDULER_CONNECT_S", 2)
+    monkeypatch.setattr("dynagnn.cli.stages.SCHEDULER_CONNECT_S", 2)
     t0 = time.perf_counter()
     assert_refused(capfd, stats("--scheduler", f"tcp://127.0.0.1:{_closed_port()}")(tmp_path, stores), tmp_path,
                    r"after 2 s")

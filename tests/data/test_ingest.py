@@ -123,7 +123,7 @@ def test_snapshot_count_refused_before_allocation(tmp_path, monkeypatch):
         ingest(tiny, tmp_path / "store.zarr")
     raised = {**tiny, "snapshots": {**tiny["snapshots"], "max_count": 200_000}}
     # within the count limit, the memory estimate still guards: 172801 snapshots x 3 nodes x 32 x 4 bytes
-    monkeypatch.setattr(ingest_module, "_physical_memory", lambda: 64 << 20)
+    monkeypatch.setattr(ingest_module, "physical_memory", lambda: 64 << 20)
     with pytest.raises(InputError, match=r"172801 snapshots with 32 degree features per node need "
                                          r"about .* more than this machine's 64.0 MiB"):
         ingest(raised, tmp_path / "store.zarr")

@@ -16,7 +16,7 @@ FAST = dict(hidden=6, window=3, epochs=3, patience=10)
 
 
 def run(store, out, **kw):
-    return train(store, out, TrainConfig(**{**FAST, **kw}), progress=False)
+    return train(store, out, TrainConfig.of(**{**FAST, **kw}), progress=False)
 
 
 def test_outputs_and_determinism(link_store, tmp_path):
@@ -36,7 +36,7 @@ def test_outputs_and_determinism(link_store, tmp_path):
 def test_best_epoch_is_what_is_saved(link_store, tmp_path):
     """The saved weights reproduce the best epoch's validation metric."""
     metrics, _ = run(link_store, tmp_path / "a", model="wdgcn")
-    tr = Trainer(link_store, TrainConfig(**{**FAST, "model": "wdgcn"}), progress=False)
+    tr = Trainer(link_store, TrainConfig.of(**{**FAST, "model": "wdgcn"}), progress=False)
     tr.load_checkpoint(tmp_path / "a" / "model.pt")
     best = metrics[metrics["best"]].iloc[0]
     assert tr.evaluate(tr.split.val)["auc"] == pytest.approx(best["val_auc"], abs=1e-6)
@@ -74,10 +74,10 @@ def test_nan_loss_leaves_earlier_outputs(link_store, tmp_path):
 
 def test_checkpoint_of_another_model_is_refused(link_store, tmp_path):
     run(link_store, tmp_path / "a", model="tgcn")
-    tr = Trainer(link_store, TrainConfig(**{**FAST, "model": "gcrn"}), progress=False)
+    tr = Trainer(link_store, TrainConfig.of(**{**FAST, "model": "gcrn"}), progress=False)
     with pytest.raises(TrainingError, match="checkpoint of model 'tgcn'"):
         tr.load_checkpoint(tmp_path / "a" / "model.pt")
-    tr = Trainer(link_store, TrainConfig(**{**FAST, "hidden": 7}), progress=False)
+    tr = Trainer(link_store, TrainConfig.of(**{**FAST, "hidden": 7}), progress=False)
     with pytest.raises(TrainingError, match="another model, task, width or dataset"):
         tr.load_checkpoint(tmp_path / "a" / "model.pt")
 
@@ -86,9 +86,9 @@ def test_bad_options(link_store):
     with pytest.raises(ConfigError, match=r"train: unknown key 'windw' \(did you mean 'window'\?\)"):
         TrainConfig.from_dict({"windw": 3})
     with pytest.raises(ConfigError, match="longer than"):
-        Trainer(link_store, TrainConfig(window=20), progress=False)
+        Trainer(link_store, TrainConfig.of(window=20), progress=False)
     with pytest.raises(ConfigError, match="did you mean 'tgcn'"):
-        Trainer(link_store, TrainConfig(model="tgnc"), progress=False)
+        Trainer(link_store, TrainConfig.of(model="tgnc"), progress=False)
 
 
 def test_cli_train(link_store, tmp_path, capsys):
@@ -105,7 +105,7 @@ def test_cli_train(link_store, tmp_path, capsys):
 
 def test_non_finite_validation_scores_never_win(link_store, monkeypatch):
     def fit_with(val_scores):
-        tr = Trainer(link_store, TrainConfig(**{**FAST, "epochs": len(val_scores), "patience": 10}), progress=False)
+        tr = Trainer(link_store, TrainConfig.of(**{**FAST, "epochs": len(val_scores), "patience": 10}), progress=False)
         real, scores = tr.evaluate, iter(val_scores)
         monkeypatch.setattr(tr, "evaluate", lambda steps: {**real(steps), **(
             {tr.task.primary: next(scores)} if steps is tr.split.val else {})})

@@ -26,7 +26,7 @@ def event_store(path, n_nodes=25, n_events=600, seed=0, weights=True):
 def config(model="tgn", **kw):
     base = dict(model=model, strategy="events", event_batch=50, memory_dim=8, time_dim=4, neighbors=3,
                 event_negatives=5, epochs=2, lr=1e-3, threads=1)
-    return TrainConfig(**{**base, **kw})
+    return TrainConfig.of(**{**base, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_a_store_without_node_features_trains_the_event_models(tmp_path):
     m, _ = train(path, tmp_path / "out", config("jodie", epochs=1), progress=False)
     assert np.isfinite(m["val_ap"]).all()
     with pytest.raises(ConfigError, match="no node features"):
-        train(path, tmp_path / "snap", TrainConfig(model="tgcn", epochs=1), progress=False)
+        train(path, tmp_path / "snap", TrainConfig.of(model="tgcn", epochs=1), progress=False)
 
 
 @pytest.mark.parametrize("model", ["tgn", "apan"])

@@ -3,6 +3,7 @@ every gradient for S = 1, 2, 4, 8, with the reuse cache and the pipeline on and 
 first aggregation and its feed in later epochs; the tuner freezes S after a profiling epoch; a
 model whose first aggregation reads the state gets no reuse, says so, and is still exact."""
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -13,7 +14,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.schedule.tuner import Candidate, candidates, fastest
 from dynagnn.train.engine import TrainConfig, Trainer, train
 from dynagnn.train.frame_engine import ReuseCache
-from dynagnn.train.strategies.frames import Frames
+from dynagnn.train.strategies.frames import Frames, FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
 
 from .conftest import small_store
@@ -36,7 +37,7 @@ def trainer(store, model, **kw):
     """"tgcn_x" is T-GCN with graph_input "x" (PyG Temporal's TGCN, PiPAD's T-GCN)."""
     if model == "tgcn_x":
         model, kw = "tgcn", {"graph_input": "x", **kw}
-    cfg = TrainConfig(**{"model": model, "hidden": 5, "window": WINDOW, "epochs": 1, "batch_windows": 2, **kw})
+    cfg = TrainConfig.of(**{"model": model, "hidden": 5, "window": WINDOW, "epochs": 1, "batch_windows": 2, **kw})
     return Trainer(store, cfg, progress=False)
 
 
@@ -56,8 +57,7 @@ def one_step(run, strategy):
 
 
 def frames_on(run, **options):
-    s = Frames()
-    run.options = {**run.options, "frame_reuse": "on", "pipeline": "on", **options}
+    s = Frames(run.config, FramesOptions(**{"frame_reuse": "on", "pipeline": "on", **options}))
     s.setup(run)
     return s
 
@@ -191,7 +191,7 @@ def test_pipeline_auto_is_chosen_with_the_frame_size(store, faster):
 def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
     tr = trainer(store, "gcrn")
     ref = one_step(tr.run, tr.strategy)
-    with caplog.at_level(logging.INFO, logger="dynagnn.train.strategies.frames"):
+    with caplog.at_level(logging.INFO, logger="dynagnn.train.frame_engine"):
         s = frames_on(tr.run, frame_size=4)
     assert not s.engine.reuse and "not reused" in caplog.text
     assert_same(one_step(tr.run, s), ref)
@@ -203,8 +203,7 @@ def test_sequential_with_the_pipeline_is_sequential(store, model_name):
     """PiPAD's -A: the producer feeds snapshot t+1 while t computes; the step is unchanged."""
     tr = trainer(store, model_name)
     ref = one_step(tr.run, tr.strategy)
-    s = Sequential()
-    tr.run.options = {**tr.run.options, "pipeline": "on"}
+    s = Sequential(tr.run.config, dataclasses.replace(tr.strategy.options, pipeline="on"))
     s.setup(tr.run)
     assert_same(one_step(tr.run, s), ref)
     assert s.prefetch.take_stats()["prefetched"] > 0
@@ -230,7 +229,7 @@ def test_frames_refuse_what_they_cannot_run(store):
     for kw, msg in [({"workers": 2}, "1 worker"), ({"checkpoint_blocks": 2}, "checkpoint_blocks 1"),
                     ({"transfer": "diff"}, "transfer full")]:
         with pytest.raises(ConfigError, match=msg):
-            train(store, "unused", TrainConfig(model="wdgcn", strategy="frames", window=WINDOW, **kw))
+            train(store, "unused", TrainConfig.of(model="wdgcn", strategy="frames", window=WINDOW, **kw))
 
 
 def test_fused_tgcn_recurrence_gradients():

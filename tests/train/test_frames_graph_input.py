@@ -48,8 +48,8 @@ def test_graph_input_of_an_event_or_sampled_model_is_refused(model, strategy):
 
     cfg = config(model=model, strategy=strategy, graph_input="x")
     with pytest.raises(ConfigError, match=rf"graph_input 'x' is T-GCN's variant \(tgcn\); {model} has none"):
-        strategy_class(strategy).build_model(cfg, 4)
-    assert strategy_class(strategy).build_model(config(model=model, strategy=strategy), 4) is not None
+        strategy_class(strategy)(cfg).build_model(4)
+    assert strategy_class(strategy)(config(model=model, strategy=strategy)).build_model(4) is not None
 
 
 def test_graph_input_flag_and_bad_value():
@@ -62,7 +62,7 @@ def test_graph_input_flag_and_bad_value():
 
 @pytest.mark.parametrize("graph_input, reused", [("x", True), ("xh", False)])
 def test_frames_reuse_only_for_x(store, caplog, graph_input, reused):
-    with caplog.at_level(logging.INFO, logger="dynagnn.train.strategies.frames"):
+    with caplog.at_level(logging.INFO, logger="dynagnn.train.frame_engine"):
         tr = Trainer(store, config(graph_input=graph_input, strategy="frames", frame_size=2, pipeline="off"),
                      progress=False)
     assert tr.strategy.engine.reuse is reused

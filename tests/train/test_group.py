@@ -61,7 +61,7 @@ def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None
 
 
 def config(model, strategy, workers, **kw):
-    return TrainConfig(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": WINDOW, "epochs": 1,
+    return TrainConfig.of(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": WINDOW, "epochs": 1,
                           "workers": workers, **kw})
 
 

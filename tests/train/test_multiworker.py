@@ -18,9 +18,9 @@ FAST = dict(hidden=5, window=3, epochs=2, patience=10)
 
 
 def test_two_workers_write_what_one_writes(link_store, tmp_path):
-    one, _ = train(link_store, tmp_path / "one", TrainConfig(model="wdgcn", **FAST), progress=False)
+    one, _ = train(link_store, tmp_path / "one", TrainConfig.of(model="wdgcn", **FAST), progress=False)
     two, timings = train(link_store, tmp_path / "two",
-                         TrainConfig(model="wdgcn", strategy="snapshot", workers=2, **FAST), progress=False)
+                         TrainConfig.of(model="wdgcn", strategy="snapshot", workers=2, **FAST), progress=False)
     pd.testing.assert_series_equal(two["loss"], one["loss"], rtol=1e-5)
     assert sorted(timings["worker"].unique()) == [0, 1]
     assert {"communication", "sync_wait"} <= set(timings["phase"])
@@ -75,7 +75,7 @@ def _train_and_die(ctx, store, out, cfg):
 
 def test_a_worker_killed_mid_training_stops_the_job_and_writes_nothing(link_store, tmp_path):
     out = tmp_path / "o"
-    cfg = TrainConfig(model="wdgcn", strategy="vertex", workers=2, **{**FAST, "epochs": 3})
+    cfg = TrainConfig.of(model="wdgcn", strategy="vertex", workers=2, **{**FAST, "epochs": 3})
     with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
         launch(_train_and_die, 2, link_store, out, cfg, threads=1, timeout=60)
     assert not out.exists() or not any(out.iterdir())

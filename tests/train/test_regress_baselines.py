@@ -35,7 +35,7 @@ def test_tgcn_beats_zero_and_last_value_on_england_covid(tmp_path):
              "edge_weight": "sum", "self_loops": "keep"}            # the mobility flows as they are
     spec = validate({"datasets": {"england": entry}})["datasets"]["england"]
     store = ingest(spec, tmp_path / "england.zarr", name="england")
-    config = TrainConfig(task="regress", model="tgcn", hidden=32, window=1, batch_windows=4,
+    config = TrainConfig.of(task="regress", model="tgcn", hidden=32, window=1, batch_windows=4,
                          epochs=20, patience=8, lr=0.01, seed=0)
     trainer = Trainer(store, config, progress=False)
     metrics, _ = trainer.fit()

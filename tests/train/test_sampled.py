@@ -39,7 +39,7 @@ def config(**kw):
     base = dict(model="graphsage", strategy="sampled", hidden=16, epochs=2, patience=10, lr=0.01, fanouts=[4, 3],
                 batch_size=32, cache_l1_mb=0.0, cache_l2_mb=0.0, samplers=0, warmup_epochs=0, threads=1)
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainConfig.of(**base)
 
 
 @pytest.mark.parametrize("policy,order,fraction", [("fifo", "proximity", 0.2), ("fifo", "random", 0.1),

@@ -19,7 +19,7 @@ HIDDEN = 5
 
 
 def config(model, strategy, workers, **kw):
-    return TrainConfig(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": 3, "epochs": 1,
+    return TrainConfig.of(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": 3, "epochs": 1,
                           "batch_windows": len(ENDS), "workers": workers, **kw})
 
 

@@ -95,7 +95,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     for model in TRAIN_RUNS[0]["models"]:
         out = wd / "results" / "synth" / model / "sequential-1"
         got = pd.read_parquet(out / "metrics.parquet")
-        cfg = TrainConfig(model=model, hidden=4, window=2, epochs=2, lr=0.02, threads=1)
+        cfg = TrainConfig.of(model=model, hidden=4, window=2, epochs=2, lr=0.02, threads=1)
         want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / model, cfg, progress=False)
         cols = [c for c in want.columns if c != "train_seconds"]
         pd.testing.assert_frame_equal(got[cols], want[cols], rtol=1e-5, atol=1e-6)
@@ -105,7 +105,7 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     # Two worker processes: the same losses as one, every worker's timings, bytes per collective.
     out = wd / "results" / "synth" / "wdgcn" / "vertex-2"
     got = pd.read_parquet(out / "metrics.parquet")
-    cfg = TrainConfig(model="wdgcn", hidden=4, window=2, epochs=2, lr=0.02, threads=1)
+    cfg = TrainConfig.of(model="wdgcn", hidden=4, window=2, epochs=2, lr=0.02, threads=1)
     want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / "wdgcn", cfg, progress=False)
     np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-4)
     assert sorted(pd.read_parquet(out / "timings.parquet")["worker"].unique()) == [0, 1]

@@ -18,27 +18,13 @@ import pandas as pd
 from ..data.store import open_store
 from ..errors import InputError
 from ..graph import partition as gp
+from ..graph.union import union_graph
 from ..splits import even_ranges, minmax_ranges
-from ..sortedkeys import unique_sorted
 
 VERTEX_METHODS = ("hash", "range", "metis", "bgl", "reflexbicut")
 TEMPORAL_METHODS = ("esdg_even", "blad_groups")
 COLUMNS = ["method", "workers", "seconds", "edge_cut", "comm_volume", "max_part_comm", "load_balance",
            "snapshot_volume", "max_worker_edges", "edge_balance"]
-
-
-def union_graph(store) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of the union of all snapshots' edges, symmetrised, sorted, without self-loops."""
-    n = store.num_nodes
-    keys = []
-    step = max(1, store.num_snapshots // 8)
-    for t0 in range(0, store.num_snapshots, step):
-        for r, c, _ in store.window_edges(t0, min(store.num_snapshots, t0 + step)):
-            keep = r != c
-            keys.append(r[keep] * n + c[keep])
-            keys.append(c[keep] * n + r[keep])
-    u = unique_sorted(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-    return u // n, u % n
 
 
 def _vertex_parts(method: str, row, col, n: int, P: int, seed: int) -> np.ndarray:

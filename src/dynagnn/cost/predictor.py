@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..atomic import write_text
 from ..errors import CostError
+from ..versioned import read_versioned
 from .profile import DIRECTIONS
 
 if TYPE_CHECKING:
@@ -276,11 +277,10 @@ class Predictor:
 
     @classmethod
     def from_dict(cls, d: Mapping, where: str = "predictor") -> "Predictor":
+        """A predictor of :meth:`to_dict`'s object (its kind and version are checked where a file is
+        read, by :meth:`load`); CostError naming ``where`` if a part is missing or malformed."""
         if not isinstance(d, Mapping):
             raise CostError(f"{where}: expected a JSON object, got {type(d).__name__}")
-        if d.get("version") != PREDICTOR_VERSION:
-            raise CostError(f"{where}: predictor version {d.get('version')!r}, this dynagnn reads version "
-                            f"{PREDICTOR_VERSION}; refit the cost model (profile stage)")
         if "device" not in d or not isinstance(d.get("operators"), Mapping):
             raise CostError(f"{where}: a predictor needs 'device' and an 'operators' object")
         models = {}
@@ -296,11 +296,8 @@ class Predictor:
 
     @classmethod
     def load(cls, path: str | Path) -> "Predictor":
-        path = Path(path)
-        if not path.exists():
-            raise CostError(f"{path}: predictor not found (run the profile stage first)")
-        try:
-            d = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CostError(f"{path}: not a readable predictor JSON ({exc})") from None
+        """Read a predictor file; CostError naming ``path`` if it is missing, unreadable, not a
+        predictor of this version, or malformed."""
+        d = read_versioned(path, kind=PREDICTOR_KIND, version=PREDICTOR_VERSION, what="predictor",
+                           producer="the profile stage", error=CostError)
         return cls.from_dict(d, where=str(path))

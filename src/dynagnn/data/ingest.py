@@ -146,7 +146,7 @@ def check_snapshot_count(raw: RawGraph, spec: dict[str, Any], by: str) -> None:
         raise InputError(f"dataset {raw.name!r}: {how} {count} snapshots (about {_gib(need)} to build), "
                          f"more than snapshots.max_count = {limit}; widen the snapshots, or raise "
                          f"snapshots.max_count")
-    memory = _physical_memory()
+    memory = physical_memory()
     if memory and need > memory:
         what, fix = f"{count} snapshots", "widen the snapshots"
         if feature_bytes:
@@ -160,7 +160,9 @@ def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.1f} MiB"
 
 
-def _physical_memory() -> int | None:
+def physical_memory() -> int | None:
+    """Bytes of this machine's physical memory, or None where the OS does not say. Also the train
+    stage's bound on host-memory budgets (:func:`dynagnn.train.cache.physical_memory`)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):

@@ -16,6 +16,14 @@ Every snapshot holds unique undirected pairs stored once as ``(min, max)``, with
 sorted by ``(row, col)``; the pipeline symmetrises undirected graphs later. Pairs are handled as
 int64 keys ``row * N + col`` (so N stays below 2**31), which sort in (row, col) order. The same
 arguments give bit-identical output: all randomness comes from ``np.random.default_rng(seed)``.
+
+This module holds the generators' recipes (what graph, which snapshots), the AS-733 trend and the
+thinning into snapshots, and the checks of every parameter (each error names the parameter and
+what was expected). How distinct random pairs are drawn from a degree or block model is in
+:mod:`dynagnn.data.pair_sampling`, which knows nothing of snapshots or parameters. Used by the
+ingest stage (:func:`dynagnn.data.ingest.load_raw`: a config dataset of ``format: synthetic``
+calls :func:`generate`), by the tests and by the benchmarks; it sits in ``data`` because it
+produces the same RawGraph a source reader does.
 """
 
 from __future__ import annotations
@@ -23,19 +31,18 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from dynagnn.data.pair_sampling import (
+    PairModel, decode_keys, powerlaw_model, powerlaw_weights, replace_edges, sample_keys, sbm_model,
+    uniform_model,
+)
 from dynagnn.data.types import RawGraph, SnapshotList
 from dynagnn.errors import ConfigError
-from dynagnn.sortedkeys import isin_sorted, unique_sorted
 
 _MAX_NODES = 2**31 - 1          # keys row * N + col must fit in int64
-_WEIGHTED_ROUNDS = 50           # rounds of model draws before falling back to uniform draws
-_DENSE_OCCUPANCY = 0.25         # above this share of all pairs, enumerate pairs instead of drawing
-_EMPTY = np.empty(0, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -50,7 +57,7 @@ def blad_style(num_nodes: int, num_edges: int, num_snapshots: int, *, graph: str
     Static graph (exactly ``num_edges`` unique pairs):
 
     - ``graph="powerlaw"``: Chung-Lu; expected degrees follow a power law of ``exponent``
-      (see :func:`_powerlaw_model`), hubs get random ids.
+      (see :func:`~dynagnn.data.pair_sampling.powerlaw_model`), hubs get random ids.
     - ``graph="sbm"``: stochastic block model with ``blocks`` equal blocks, a within-block pair
       ``p_in_ratio`` times as likely as a between-block pair; the block of each node is returned
       as ``node_labels`` (int64 [N]).
@@ -82,12 +89,12 @@ def blad_style(num_nodes: int, num_edges: int, num_snapshots: int, *, graph: str
 
     labels = None
     if graph == "powerlaw":
-        model = _powerlaw_model(n, m, _check_exponent(exponent), rng_graph)
+        model = powerlaw_model(n, m, _check_exponent(exponent), rng_graph)
     else:
         b = _check_int("blocks", blocks, 1, n)
         ratio = _check_float("p_in_ratio", p_in_ratio, 0.0, math.inf, lo_open=True, hi_open=True)
-        model, labels = _sbm_model(n, b, ratio, rng_graph)
-    keys = _sample_keys(model, m, n, rng_graph)
+        model, labels = sbm_model(n, b, ratio, rng_graph)
+    keys = sample_keys(model, m, n, rng_graph)
 
     if trend is None:
         trend = _as733_trend(t, min_fraction, rng_trend)
@@ -126,10 +133,10 @@ def esdg_random(num_nodes: int, num_snapshots: int, avg_degree: float, *, seed: 
     _check_edges("avg_degree", m, n, what=f"avg_degree={avg_degree!r} gives {m} edges, which")
     _check_seed(seed)
     rng = np.random.default_rng(seed)
-    model = _uniform_model(n)
+    model = uniform_model(n)
     rows, cols = [], []
     for _ in range(t):
-        r, c = _decode(_sample_keys(model, m, n, rng), n)
+        r, c = decode_keys(sample_keys(model, m, n, rng), n)
         rows.append(r)
         cols.append(c)
     return _raw_graph("esdg", n, rows, cols)
@@ -157,13 +164,13 @@ def churn(num_nodes: int, num_edges: int, num_snapshots: int, *, change: float =
                           f"are absent from a graph of num_edges={m} on num_nodes={n}")
     _check_seed(seed)
     rng = np.random.default_rng(seed)
-    model = _powerlaw_model(n, m, _check_exponent(exponent), rng)
-    keys = _sample_keys(model, m, n, rng)
+    model = powerlaw_model(n, m, _check_exponent(exponent), rng)
+    keys = sample_keys(model, m, n, rng)
     rows, cols = [], []
     for step in range(t):
         if step:
-            keys = _replace_edges(keys, r, model, n, rng)
-        rc = _decode(keys, n)
+            keys = replace_edges(keys, r, model, n, rng)
+        rc = decode_keys(keys, n)
         rows.append(rc[0])
         cols.append(rc[1])
     return _raw_graph("churn", n, rows, cols)
@@ -214,7 +221,7 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
     if not isinstance(contiguous, bool):
         raise ConfigError(f"contiguous must be true or false, got {contiguous!r}")
     rng_graph, rng_feat, rng_ids = np.random.default_rng(seed).spawn(3)
-    _, _, _, weight = _powerlaw_weights(n, m, _check_exponent(exponent), rng_graph)
+    _, _, _, weight = powerlaw_weights(n, m, _check_exponent(exponent), rng_graph)
     community = (np.arange(n, dtype=np.int64) * k) // n
     start = np.searchsorted(community, np.arange(k + 1))       # community c: ids start[c]:start[c+1]
     cum = np.concatenate([[0.0], np.cumsum(weight)])
@@ -251,10 +258,10 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
         win = 0.5 * (1 / (cum[near_hi(u)] - cum[near_lo(u)]) + 1 / (cum[near_hi(v)] - cum[near_lo(v)]))
         return weight[u] * weight[v] * ((1 - local) * far + local * near * win)
 
-    keys = _sample_keys(_PairModel(draw, pair_weight), m, n, rng_graph)
+    keys = sample_keys(PairModel(draw, pair_weight), m, n, rng_graph)
     centres = rng_feat.standard_normal((k, f)).astype(np.float32)
     x = rng_feat.standard_normal((n, f), dtype=np.float32)   # i.i.d. rows: their order is free
-    row, col = _decode(keys, n)
+    row, col = decode_keys(keys, n)
     if contiguous:
         for c in range(k):   # in place, one community at a time: no second [N, F] temporary
             x[start[c]:start[c + 1]] += np.float32(signal) * centres[c]
@@ -263,7 +270,7 @@ def bgl_classes(num_nodes: int, num_edges: int, *, feature_dim: int = 128, class
         a, b = new_id[row], new_id[col]
         keys = np.sort(np.minimum(a, b) * n + np.maximum(a, b))
         del a, b
-        row, col = _decode(keys, n)
+        row, col = decode_keys(keys, n)
         label = np.empty(n, dtype=np.int64)
         label[new_id] = community
         community = label
@@ -300,214 +307,6 @@ def generate(name: str, **params) -> RawGraph:
 
 
 # --------------------------------------------------------------------------------------------
-# Pair models: how one random pair is drawn
-# --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _PairModel:
-    """A distribution over unordered pairs of N nodes.
-
-    draw(k, rng) -> (u, v) int64 [<= k]: independent draws, possibly self-loops or repeats.
-    weight(u, v) -> float64 [k] > 0: relative probability of each pair (used where the graph is so
-    dense that pairs are enumerated and picked by weight instead of drawn).
-    """
-
-    draw: Callable[[int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
-    weight: Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def _uniform_model(n: int) -> _PairModel:
-    """Every pair equally likely (Erdős–Rényi)."""
-    def draw(k, rng):
-        u = rng.integers(0, n, k, dtype=np.int64)
-        # u + s mod N with s in [1, N): uniform over ordered pairs u != v, no self-loop to reject.
-        v = rng.integers(1, n, k, dtype=np.int64)
-        v += u
-        v[v >= n] -= n
-        return u, v
-
-    return _PairModel(draw, lambda u, v: np.ones(u.shape[0]))
-
-
-def _powerlaw_model(n: int, m: int, exponent: float, rng: np.random.Generator) -> _PairModel:
-    """Chung-Lu model: P(pair u, v) ∝ w_u * w_v with power-law weights.
-
-    Node at position i (0 = largest) has weight ∝ (i + i0)^(-a), a = 1 / (exponent - 1), which gives
-    a degree distribution P(k) ~ k^(-exponent). Endpoints are drawn by inverting the continuous CDF
-    of (x + i0)^(-a) on [0, N) in closed form (O(1) a draw, no search). i0 caps the hub's expected
-    degree near ``4 * sqrt(2m)`` (about 12,600 for m = 5M, like OGB Products' or Reddit's hubs);
-    without it the hub of a million-node graph would touch 40% of the nodes. Positions are mapped
-    to node ids by a random permutation so that hubs are spread over the id range.
-    """
-    s, i0, perm, weight_of = _powerlaw_weights(n, m, exponent, rng)
-    lo, hi = i0 ** s, (n + i0) ** s
-
-    def endpoints(k, rng):
-        x = (lo + rng.random(k) * (hi - lo)) ** (1.0 / s) - i0
-        return perm[np.minimum(x.astype(np.int64), n - 1)]
-
-    def draw(k, rng):
-        return endpoints(k, rng), endpoints(k, rng)
-
-    return _PairModel(draw, lambda u, v: weight_of[u] * weight_of[v])
-
-
-def _powerlaw_weights(n: int, m: int, exponent: float, rng: np.random.Generator):
-    """The Chung-Lu weights of :func:`_powerlaw_model`: (s = 1 - a, i0, perm int64 [N] position ->
-    id, weight_of float64 [N] per id, summing to (N + i0)^s - i0^s)."""
-    a = 1.0 / (exponent - 1.0)
-    s = 1.0 - a
-    mean_degree = 2.0 * m / n
-    hub = min(n - 1.0, 4.0 * math.sqrt(2.0 * m))
-    # Hub degree ≈ mean * s * (N / i0)^a for i0 << N; solved for i0.
-    i0 = n * (mean_degree * s / hub) ** (1.0 / a)
-    perm = rng.permutation(n).astype(np.int64)
-    pos_weight = np.diff((np.arange(n + 1) + i0) ** s)
-    weight_of = np.empty(n)
-    weight_of[perm] = pos_weight
-    return s, i0, perm, weight_of
-
-
-def _sbm_model(n: int, blocks: int, ratio: float,
-               rng: np.random.Generator) -> tuple[_PairModel, np.ndarray]:
-    """Stochastic block model: a within-block pair is ``ratio`` times as likely as another pair.
-
-    Blocks are equal (sizes differ by at most one) and occupy contiguous positions, mapped to ids
-    by a random permutation. A draw is within-block with probability ratio*W / (ratio*W + X)
-    (W, X: numbers of within- and between-block pairs); a within draw picks a block by its pair
-    count and two uniform members, a between draw two uniform nodes of different blocks.
-    Returns the model and the block of each node id (int64 [N]).
-    """
-    sizes = np.full(blocks, n // blocks, dtype=np.int64)
-    sizes[: n % blocks] += 1
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    block_pairs = sizes * (sizes - 1) / 2.0
-    within = block_pairs.sum()
-    between = n * (n - 1) / 2.0 - within
-    p_within = ratio * within / (ratio * within + between)
-    perm = rng.permutation(n).astype(np.int64)
-    block_of_pos = np.repeat(np.arange(blocks, dtype=np.int64), sizes)
-    block_of = np.empty(n, dtype=np.int64)
-    block_of[perm] = block_of_pos
-
-    def draw(k, rng):
-        k_in = int(rng.binomial(k, p_within)) if within > 0 else 0
-        b = rng.choice(blocks, k_in, p=block_pairs / within) if k_in else _EMPTY
-        u_in = starts[b] + (rng.random(k_in) * sizes[b]).astype(np.int64)
-        v_in = starts[b] + (rng.random(k_in) * sizes[b]).astype(np.int64)
-        u_out = rng.integers(0, n, k - k_in, dtype=np.int64)
-        v_out = rng.integers(0, n, k - k_in, dtype=np.int64)
-        cross = block_of_pos[u_out] != block_of_pos[v_out]
-        u = np.concatenate((u_in, u_out[cross]))
-        v = np.concatenate((v_in, v_out[cross]))
-        return perm[u], perm[v]
-
-    def weight(u, v):
-        return np.where(block_of[u] == block_of[v], ratio, 1.0)
-
-    return _PairModel(draw, weight), block_of
-
-
-# --------------------------------------------------------------------------------------------
-# Sampling distinct pairs
-# --------------------------------------------------------------------------------------------
-
-def _sample_keys(model: _PairModel, count: int, n: int, rng: np.random.Generator,
-                 exclude: np.ndarray = _EMPTY) -> np.ndarray:
-    """``count`` distinct pair keys drawn from ``model``, none in ``exclude``: sorted int64 [count].
-
-    Sparse case: rounds of vectorised draws, each sized from the last round's yield of new pairs,
-    until enough; the surplus is dropped at random (so the result is a uniform subset of the
-    distinct pairs drawn). If a skewed model saturates (hub pairs all taken), uniform draws finish
-    the job. Dense case (pairs taken would exceed a quarter of all pairs): all free pairs are
-    enumerated and ``count`` of them picked by weight without replacement, since rejection would
-    crawl. ``exclude``: sorted int64 keys.
-    """
-    if count == 0:
-        return _EMPTY
-    if count + exclude.size > _DENSE_OCCUPANCY * (n * (n - 1) // 2):
-        return _sample_keys_dense(model, count, n, rng, exclude)
-    have = _EMPTY
-    yield_rate = 1.0
-    rounds = 0
-    while have.size < count:
-        if rounds == _WEIGHTED_ROUNDS:
-            model = _uniform_model(n)
-        k = int((count - have.size) / max(yield_rate, 0.05) * 1.05) + 64
-        u, v = model.draw(k, rng)
-        fresh = _new_keys(_pair_keys(u, v, n), have, exclude)
-        yield_rate = fresh.size / k
-        have = _merge_sorted(have, fresh)
-        rounds += 1
-    return _drop_random(have, have.size - count, rng)
-
-
-def _sample_keys_dense(model: _PairModel, count: int, n: int, rng: np.random.Generator,
-                       exclude: np.ndarray) -> np.ndarray:
-    """Weighted sampling without replacement among all free pairs (Efraimidis–Spirakis keys)."""
-    row, col = np.triu_indices(n, 1)
-    keys = row.astype(np.int64) * n + col
-    free = ~isin_sorted(keys, exclude)
-    keys, row, col = keys[free], row[free], col[free]
-    # log(U) / w: the `count` largest are a weighted sample without replacement.
-    score = np.log(rng.random(keys.size)) / model.weight(row, col)
-    pick = np.argpartition(-score, count - 1)[:count]
-    return np.sort(keys[pick])
-
-
-def _replace_edges(keys: np.ndarray, r: int, model: _PairModel, n: int,
-                   rng: np.random.Generator) -> np.ndarray:
-    """Remove r random keys from sorted ``keys`` and add r model-drawn keys absent from ``keys``."""
-    if r == 0:
-        return keys
-    added = _sample_keys(model, r, n, rng, exclude=keys)
-    kept = np.delete(keys, rng.choice(keys.size, r, replace=False))
-    return _merge_sorted(kept, added)
-
-
-def _pair_keys(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
-    """Keys ``min * N + max`` of the pairs (u, v) that are not self-loops: int64 [<= k].
-
-    Overwrites ``v``: on millions of pairs, fresh temporaries (page faults) cost more than the
-    arithmetic.
-    """
-    ok = u != v
-    keys = np.minimum(u, v)
-    np.maximum(u, v, out=v)
-    keys *= n
-    keys += v
-    return keys if ok.all() else keys[ok]
-
-
-def _decode(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) int64 [k] of keys."""
-    row = keys // n
-    return row, keys - row * n
-
-
-def _new_keys(keys: np.ndarray, *taken: np.ndarray) -> np.ndarray:
-    """Sorted distinct keys not in any of the sorted arrays ``taken``; ``keys`` is sorted in place."""
-    fresh = unique_sorted(keys, in_place=True)
-    for t in taken:
-        fresh = fresh[~isin_sorted(fresh, t)]
-    return fresh
-
-
-def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Merge two sorted disjoint int64 arrays in O(len(a) + len(b)) (no re-sort)."""
-    if a.size == 0:
-        return b
-    return np.insert(a, np.searchsorted(a, b), b)
-
-
-def _drop_random(keys: np.ndarray, excess: int, rng: np.random.Generator) -> np.ndarray:
-    """``keys`` without ``excess`` of them chosen uniformly; order is kept."""
-    if excess <= 0:
-        return keys
-    return np.delete(keys, rng.choice(keys.size, excess, replace=False))
-
-
-# --------------------------------------------------------------------------------------------
 # Trend and thinning
 # --------------------------------------------------------------------------------------------
 
@@ -531,7 +330,7 @@ def _thin_by_trend(keys: np.ndarray, n: int, trend: np.ndarray, deletion: float,
     min(deletion, 1 - trend[t]); see :func:`blad_style`. Boolean masks over the sorted static
     edges keep every snapshot sorted without a sort. Returns rows, cols: T arrays of int64.
     """
-    row, col = _decode(keys, n)
+    row, col = decode_keys(keys, n)
     rank = rng.random(keys.size, dtype=np.float32)
     rows, cols = [], []
     for frac in trend:

@@ -149,7 +149,7 @@ class Adjacency:
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         """``Â·X``, differentiable in X. A subclass may compute it another way (the PyTorch Geometric
         baseline of the training benchmark renormalises and scatters here, as ``GCNConv`` does)."""
-        return _SpMM.apply(self, x)
+        return SpMM.apply(self, x)
 
     @property
     def nbytes(self) -> int:
@@ -157,7 +157,7 @@ class Adjacency:
         return sum(t.numel() * t.element_size() for t in (m.crow_indices(), m.col_indices(), m.values()))
 
 
-class _SpMM(torch.autograd.Function):
+class SpMM(torch.autograd.Function):
     """``Y = Â·X`` with ``dL/dX = Âᵀ·dL/dY`` taken from the snapshot's cached (or, for symmetric
     snapshots, its own) CSR matrix. torch's generic backward of a CSR product rebuilds the transpose
     on every call: with 1M non-zeros and 32 columns on one CPU thread, forward plus backward took

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config import keys_for
 from ..errors import ConfigError, InputError, did_you_mean
 from .strategies import measured
 
@@ -31,14 +32,15 @@ COLUMNS = ["run", "strategy", "device", "epochs", "epoch_s", "speedup", "peak_me
 
 def study_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Every run of the config's studies: study, dataset, model, variant, strategy, workers and the
-    full options (the train section's, then the study's, then the variant's), in config order."""
+    full options (the train section's, then the study's, then the variant's, those its strategy takes),
+    in config order."""
     section = {k: v for k, v in cfg.get("train", {}).items() if k != "runs"}
     out = []
     for study, spec in (cfg.get("studies") or {}).items():
         for model in spec["models"]:
             for variant, v in spec["variants"].items():
-                opts = {**section, **spec.get("options", {}), **v.get("options", {}),
-                        "model": model, "strategy": v["strategy"]}
+                opts = keys_for(v["strategy"], {**section, **spec.get("options", {}), **v.get("options", {}),
+                                                "model": model, "strategy": v["strategy"]})
                 workers = int(opts.get("workers", 1))
                 out.append({"study": study, "dataset": spec["dataset"], "model": model, "variant": variant,
                             "strategy": v["strategy"], "workers": workers, "options": {**opts, "workers": workers}})

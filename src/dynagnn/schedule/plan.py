@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from ..atomic import write_text
-from ..errors import InputError
+from ..errors import ConfigError, InputError
+from ..versioned import read_versioned
 from .balance import PIPELINE_DEPTH, BalancePlan, balance
 from .groups import GroupPlan, group_members, imbalance, plan_groups, sync_fraction, sync_ratio
 from .topology import BatchOrders, plan_operators_batch
@@ -96,15 +98,14 @@ class SchedulePlan:
         """Parse a plan; InputError (naming ``source``) on bad JSON, another version or kind, or a plan
         for another dataset, model or store than the ones given."""
         where = source if source is not None else "<plan json>"
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"not valid JSON ({e.msg}, line {e.lineno})", where) from None
-        if not isinstance(d, dict) or d.get("kind") != PLAN_KIND:
-            raise InputError(f"not a schedule plan (expected kind {PLAN_KIND!r})", where)
-        if d.get("version") != PLAN_VERSION:
-            raise InputError(f"plan version {d.get('version')!r}, this dynagnn reads version {PLAN_VERSION}; "
-                             f"re-run the schedule stage", where)
+        return cls._from_dict(_read_plan(where, text), where, dataset=dataset, model=model,
+                              store_checksum=store_checksum)
+
+    @classmethod
+    def _from_dict(cls, d: dict, where: str | Path, *, dataset: str | None, model: str | None,
+                   store_checksum: str | None) -> "SchedulePlan":
+        """A plan of the object :func:`_read_plan` returned, checked against the dataset, model and
+        store given."""
         for key, want in (("dataset", dataset), ("model", model), ("store_checksum", store_checksum)):
             if want is not None and d.get(key) != want:
                 raise InputError(f"plan is for {key} {d.get(key)!r}, expected {want!r}; re-run the schedule "
@@ -132,11 +133,14 @@ class SchedulePlan:
     @classmethod
     def load(cls, path: str | Path, *, dataset: str | None = None, model: str | None = None,
              store_checksum: str | None = None) -> "SchedulePlan":
-        path = Path(path)
-        if not path.is_file():
-            raise InputError("schedule plan not found", path)
-        return cls.from_json(path.read_text(), dataset=dataset, model=model, store_checksum=store_checksum,
-                             source=path)
+        """Read a plan file; InputError as :meth:`from_json`, and for a missing or unreadable file."""
+        return cls._from_dict(_read_plan(path), path, dataset=dataset, model=model, store_checksum=store_checksum)
+
+
+def _read_plan(source: str | Path, text: str | None = None) -> dict:
+    """The plan object at ``source`` (or in ``text``): InputError unless it is a plan of this version."""
+    return read_versioned(source, text=text, kind=PLAN_KIND, version=PLAN_VERSION, what="schedule plan",
+                          producer="the schedule stage")
 
 
 def process_snapshots(proc: BalancePlan, group_len: int) -> tuple[np.ndarray, np.ndarray]:
@@ -204,3 +208,20 @@ def build_plan(fwd, bwd, *, group_len: int, num_workers: int, dataset: str, mode
         ops = plan_operators_batch(*process_layer_times(processes, group_len, layer_times), operator_method)
     return SchedulePlan(dataset, model, group_len, groups, processes, base, base_proc, ops, tuner,
                         store_checksum, meta)
+
+
+def check_run_plan(plan: "SchedulePlan", *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
+    """ConfigError unless ``plan`` is for this worker count and window and covers exactly these
+    training windows (a plan of another window, task or split is stale)."""
+    if plan.num_workers != workers:
+        raise ConfigError(f"{where}: plan is for {plan.num_workers} workers, this run has {workers}; "
+                          f"use plan-{workers}.json or re-run the schedule stage")
+    if plan.group_len != window:
+        raise ConfigError(f"{where}: plan has groups of {plan.group_len} snapshots, this run's window is {window}; "
+                          "re-run the schedule stage with this window")
+    planned = sorted(g for w in plan.groups.workers for g in w)
+    if planned != sorted(int(t) for t in train_ends):
+        span = f"{planned[0]}..{planned[-1]} ({len(planned)})" if planned else "none"
+        raise ConfigError(f"{where}: plan covers the groups ending at snapshots {span}, this run trains the "
+                          f"windows ending at {train_ends[0]}..{train_ends[-1]} ({len(train_ends)}): a plan of "
+                          "another task, window or split; re-run the schedule stage")

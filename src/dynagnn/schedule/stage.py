@@ -168,7 +168,7 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
     :func:`dynagnn.cost.run_costs.transfer_bytes`), charged at the predictor's measured
     channel costs when it has them (``meta["link"]``); ``depth``: p1's queue bound
     (:data:`DEFAULT_PIPELINE_DEPTH`).
-    What :func:`schedule_stage` and the CLI's plan at start (:func:`dynagnn.cli.plan_at_start`) share."""
+    What :func:`schedule_stage` and the CLI's plan at start (:func:`dynagnn.api.plan_at_start`) share."""
     from ..cost.link import LinkCost
     from ..cost.models import model_calls
 

@@ -39,10 +39,12 @@ MIB = 1 << 20
 
 
 def physical_memory() -> int | None:
-    """Bytes of this machine's memory, or None where the OS does not say."""
-    from dynagnn.data.ingest import _physical_memory
+    """Bytes of this machine's memory, or None where the OS does not say: the ingest stage's
+    :func:`~dynagnn.data.ingest.physical_memory`, imported when asked, as training need not load
+    the ingest stage's readers."""
+    from dynagnn.data.ingest import physical_memory as host_memory
 
-    return _physical_memory()
+    return host_memory()
 
 
 def device_memory(device: torch.device) -> int | None:

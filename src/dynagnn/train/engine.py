@@ -27,15 +27,12 @@ earlier outputs as they were.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import hashlib
 import json
 import logging
 import math
 import time
 import warnings
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +49,7 @@ from dynagnn.distributed.launch import check_workers, launch, under_torchrun
 from dynagnn.errors import ConfigError, DynagnnError
 from dynagnn.tables import write_parquet
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.strategies import make_strategy, strategy_class
+from dynagnn.train.run_config import TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -63,107 +60,33 @@ class TrainingError(DynagnnError):
     """Training cannot go on (a NaN loss, a checkpoint of another run)."""
 
 
-@dataclass
-class TrainConfig:
-    """Hyper-parameters and run settings; every field is a key of the config's ``train`` section."""
-
-    model: str = "tgcn"
-    strategy: str = "sequential"
-    task: str = "auto"
-    hidden: int = 32
-    window: int = 4
-    epochs: int = 20
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    patience: int = 5
-    warmup_epochs: int = 1
-    checkpoint_blocks: int = 1
-    tbptt: int | None = None
-    transfer: str = "full"
-    neg_ratio: int = 1
-    eval_negatives: int = 20
-    max_edges: int | None = None
-    device: str = "cpu"
-    threads: int | None = None
-    seed: int = 0
-    batch_windows: int = 1
-    workers: int = 1
-    partitioner: str = "metis"
-    plan: str | None = None
-    replan: bool = True
-    event_batch: int = 200
-    memory_dim: int = 100
-    time_dim: int = 100
-    neighbors: int = 10
-    event_negatives: int = 100
-    memory_partitioner: str = "reflexbicut"
-    micro_batches: int | str = 1
-    stale_allreduce: bool = False
-    graph_input: str = "xh"
-    frame_size: int | None = None
-    frame_reuse: str = "on"
-    pipeline: str = "auto"
-    frame_memory_mb: float | None = None
-    fanouts: list = dataclasses.field(default_factory=lambda: [15, 10, 5])
-    batch_size: int = 1000
-    cache_policy: str = "fifo"
-    cache_l1_mb: float = 64.0
-    cache_l2_mb: float = 256.0
-    order: str = "proximity"
-    samplers: int = 1
-    queue_depth: int = 4
-    stage_cores: dict | None = None
-    seed_fractions: list = dataclasses.field(default_factory=lambda: [0.7, 0.15, 0.15])
-    seed_partitioner: str = "bgl"
-
-    @classmethod
-    def from_dict(cls, d: dict, where: str = "train") -> "TrainConfig":
-        """The config of options ``d`` (keys of the config's train section), validated against the
-        schema as config.yaml is; ``where`` names them in an error (``--options``)."""
-        from dynagnn.config import check_options
-
-        check_options("train", d, where)
-        return cls(**d)
-
-    def fingerprint(self, store_checksum: str, in_dim: int) -> str:
-        """What must match for a checkpoint to be loadable into this run: model shape, task, data."""
-        keys = {"model": self.model, "task": self.task, "hidden": self.hidden, "in_dim": in_dim,
-                "store": store_checksum}
-        from dynagnn.models.tgnn import TGNN_MODELS
-
-        if self.model in TGNN_MODELS:  # an event model's widths are these, not hidden
-            keys.update(memory_dim=self.memory_dim, time_dim=self.time_dim)
-        if self.model == "tgcn" and self.graph_input != "xh":   # T-GCN "x" has other weights than "xh"
-            keys["graph_input"] = self.graph_input
-        return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def _seed_all(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
 
 
-def preflight(store: SnapshotStore, config: TrainConfig, workers: int, model=None) -> None:
-    """The checks that need no worker process: a bad B, worker count or strategy fails here, at once
-    (``model``: the run's, else one is built to be checked)."""
-    c = config
+def check_run(strategy, store: SnapshotStore, workers: int, model=None) -> None:
+    """The checks of a run, once, before it trains: a bad B or worker count, and what the strategy
+    cannot serve (``model``: the run's; in the launcher of several processes, one built to be
+    checked before any process starts)."""
+    c = strategy.config
     check_workers(workers)
     if int(c.batch_windows) < 1:
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
-    cls = strategy_class(c.strategy)
     if model is None:
-        model = cls.build_model(c, cls.input_dim(store))
-    cls.check(c, model, store.num_nodes, workers)
+        model = strategy.build_model(strategy.input_dim(store))
+    strategy.check(model, store.num_nodes, workers)
 
 
 class Trainer:
     """Train one model with one strategy on one store. ``fit()`` returns (metrics, timings) frames.
 
-    ``ctx``/``comm``: this process's place in a multi-worker job (default: a one-process run).
+    ``ctx``/``comm``: this process's place in a multi-worker job (default: a one-process run);
+    ``checked``: the run was checked already (:func:`check_run`, in the launcher of the job).
     """
 
     def __init__(self, store: SnapshotStore | str | Path, config: TrainConfig, progress: bool = True,
-                 ctx: DistContext | None = None, comm: Comm | None = None):
+                 ctx: DistContext | None = None, comm: Comm | None = None, checked: bool = False):
         self.store = store if isinstance(store, SnapshotStore) else open_store(store)
         self.config = c = config
         self.ctx = ctx or DistContext.single(c.device)
@@ -177,12 +100,12 @@ class Trainer:
             raise ConfigError(f"device {c.device!r} requested but this torch has no CUDA device")
         self.timer = PhaseTimer(self.device)
         _seed_all(c.seed)
-        cls = strategy_class(c.strategy)
-        self.run = cls.prepare(self.store, c, self.ctx, self.comm, self.timer)
+        self.strategy = c.strategy_cls(c)  # the run's one strategy object
+        self.run = self.strategy.prepare(self.store, self.ctx, self.comm, self.timer)
         self.task, self.split, self.model, self.head = self.run.task, self.run.split, self.run.model, self.run.head
         self.in_dim, self.load_seconds = self.run.in_dim, self.run.load_seconds
-        preflight(self.store, c, self.ctx.workers, self.model)
-        self.strategy = make_strategy(c.strategy)
+        if not checked:  # a job of several processes was checked in its launcher
+            check_run(self.strategy, self.store, self.ctx.workers, self.model)
         self.strategy.setup(self.run)
         self.comm_rows: list[dict] = []
         self._count_comm(-1, "setup")
@@ -284,7 +207,7 @@ class Trainer:
 
     def checkpoint(self) -> dict:
         return {"version": CHECKPOINT_VERSION, "model": self.config.model, "task": self.task.name,
-                "fingerprint": self.fingerprint, "config": dataclasses.asdict(self.config),
+                "fingerprint": self.fingerprint, "config": self.config.as_dict(),
                 "in_dim": self.in_dim, "epoch": self.best["epoch"],
                 "state_dict": self.best["model"], "head_state_dict": self.best["head"],
                 **({"buffers": self.best["buffers"]} if self.best.get("buffers") is not None else {})}
@@ -356,9 +279,9 @@ def _unloadable(path: Path, exc: Exception) -> str:
     return f"torch.load failed ({detail})"
 
 
-def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress):
+def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress, checked=False):
     """One process's share of :func:`train`; rank 0 writes the outputs and returns the frames."""
-    trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None)
+    trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None, checked=checked)
     if resume:
         trainer.load_checkpoint(resume)
     metrics, timings = trainer.fit()
@@ -366,7 +289,7 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
         return None
     out = Path(out)
     meta = {"model": config.model, "strategy": config.strategy, "task": trainer.task.name,
-            "workers": str(trainer.ctx.world_size), "config": json.dumps(dataclasses.asdict(config))}
+            "workers": str(trainer.ctx.world_size), "config": json.dumps(config.as_dict())}
     checksum = trainer.store.checksum
     ck = trainer.checkpoint()
     comm = trainer.comm_table
@@ -381,13 +304,15 @@ def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: 
           progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
     under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
-    Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
-    ppw = strategy_class(config.strategy).procs_per_worker
+    Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job. A job of several
+    processes is checked here, before any starts (:func:`check_run`); a one-process run checks the
+    model it trains."""
+    ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
         return launch(_train_here, 1, store_path, out, config, resume, progress, device=config.device,
                       threads=config.threads, procs_per_worker=ppw)[0]
-    preflight(open_store(store_path), config, config.workers)
     if config.workers * ppw == 1:
         return _train_here(None, store_path, out, config, resume, progress)
-    return launch(_train_here, config.workers, store_path, out, config, resume, progress,
+    check_run(config.strategy_cls(config), open_store(store_path), config.workers)
+    return launch(_train_here, config.workers, store_path, out, config, resume, progress, True,
                   device=config.device, threads=config.threads, procs_per_worker=ppw)[0]

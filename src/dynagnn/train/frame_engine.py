@@ -514,17 +514,16 @@ class FrameEngine:
         self.prefetch.close()
 
 
-def engine_for(run: Run) -> FrameEngine:
-    """The frame engine of a run with the frames options (``frame_size``, ``frame_reuse``,
-    ``pipeline``, ``frame_memory_mb`` in ``run.options``): the frames strategy's, and each group
-    process's (``group_frames``)."""
-    o = run.options
-    size = o.get("frame_size")
+def engine_for(run, options) -> FrameEngine:
+    """The frame engine of a run (:class:`~dynagnn.train.strategies.base.Run`) with the frames
+    ``options`` (``frame_size``, ``frame_reuse``, ``pipeline``, ``frame_memory_mb``): the frames
+    strategy's, and each group process's (``group_frames``)."""
+    size = options.frame_size
     engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
                          run.features, run.num_nodes, run.device, window=run.window,
-                         frame_size=size, reuse=o.get("frame_reuse", "on") == "on",
-                         pipeline={"on": True, "off": False}.get(o.get("pipeline", "auto"), "auto"),
-                         memory_bytes=(o.get("frame_memory_mb") or 0) * MiB or None, timer=run.timer)
+                         frame_size=size, reuse=options.frame_reuse == "on",
+                         pipeline={"on": True, "off": False}.get(options.pipeline, "auto"),
+                         memory_bytes=(options.frame_memory_mb or 0) * MiB or None, timer=run.timer)
     log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
              "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
     return engine

@@ -1,6 +1,8 @@
 """Training strategies: where the windows, snapshots or vertices of a step go (one module each).
 
-:data:`STRATEGIES` maps the names the workflow uses to classes; :func:`strategy_class` looks one up.
+:data:`STRATEGIES` maps the names the workflow uses to classes; :func:`strategy_class` looks one up,
+:func:`register` adds one (each class declares its ``Options`` and what it serves: ``base.py``), and
+:func:`workflow_family` answers the workflow's questions about one.
 
 - ``sequential``: one worker, one snapshot at a time (the PyTorch Geometric Temporal loop).
 - ``vertex``: vertices split by METIS or hash; halo exchange before every aggregation.
@@ -49,8 +51,22 @@ def strategy_class(name: str) -> type[Strategy]:
                           f"{', '.join(STRATEGIES)}") from None
 
 
-def make_strategy(name: str, **options) -> Strategy:
-    return strategy_class(name)(**options)
+def register(cls: type[Strategy]) -> type[Strategy]:
+    """Add a strategy class to the registry under ``cls.name`` (what the CLI's flags, the config's
+    checks and the workflow's families are generated from); returns it, so it decorates."""
+    if not cls.name:
+        raise ConfigError(f"strategy class {cls.__name__} has no name")
+    STRATEGIES[cls.name] = cls
+    return cls
 
 
-__all__ = ["STRATEGIES", "Run", "Strategy", "make_strategy", "strategy_class"]
+def workflow_family(name: str) -> dict:
+    """What the workflow asks of strategy ``name`` (``rules/common.smk``): its family (strategies
+    compared side by side), processes per worker, whether it trains by the schedule stage's plan, the
+    family figure its runs draw, and the model contracts it trains."""
+    cls = strategy_class(name)
+    return {"family": cls.family, "procs_per_worker": cls.procs_per_worker, "needs_plan": cls.needs_plan,
+            "figure": cls.figure, "models": list(cls.models)}
+
+
+__all__ = ["STRATEGIES", "Run", "Strategy", "register", "strategy_class", "workflow_family"]

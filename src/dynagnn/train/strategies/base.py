@@ -5,8 +5,17 @@ decides where the windows, snapshots or vertices of a step go and what crosses b
 never changes what the step computes. So every strategy, on any number of workers, gives the loss
 and gradients of :class:`~dynagnn.train.strategies.sequential.Sequential` with the same B.
 
-- ``check(config, model, num_nodes, workers)`` (class method, before any process starts): raise a
-  :class:`~dynagnn.errors.ConfigError` naming what to change when the strategy cannot serve the run.
+- class attributes say what a strategy serves, for the router, the workflow and the chooser:
+  ``Options`` (its typed options, :mod:`dynagnn.train.options`), ``fixed`` (options a baseline sets
+  itself: the user may not), ``family`` (the workflow's group of strategies compared side by side),
+  ``models`` (the model contracts it trains: ``snapshot``, ``stacked``, ``event``, ``sampled``),
+  ``tasks``, ``procs_per_worker`` (BLAD's pair is 2), ``needs_plan`` (trains by the schedule stage's
+  plan), ``gpu_only`` (pays only on a GPU) and ``figure`` (the family figure the workflow draws).
+- ``Strategy(config)``: one object per run, made by the engine from the run's
+  :class:`~dynagnn.train.run_config.TrainConfig`; ``self.options`` is the config's typed options.
+- ``check(model, num_nodes, workers)`` (once per run, before training; in the launcher of a job of
+  several processes): raise a :class:`~dynagnn.errors.ConfigError` naming what to change when the
+  strategy cannot serve the run.
 - ``setup(run)``: ``run`` is a :class:`Run` (store, task, model, head, timer, DistContext, Comm, ...).
 - ``train_step(ends)``: collective. The forward, backward and communication of one step, the B
   windows ending at ``ends``; its loss is the mean of the windows' losses. On return every worker
@@ -23,7 +32,7 @@ What a step's unit of work is belongs to the strategy, not to the engine: snapsh
 default, event batches for the event models, seed batches for sampled training. So a strategy also
 builds its own run and evaluates it:
 
-- ``prepare(store, config, ctx, comm, timer)`` (class method, in every process): the task, the
+- ``prepare(store, ctx, comm, timer)`` (in every process): the task, the
   train/val/test split of its units, the model, the head and the data it reads, as a :class:`Run`.
   The default is the snapshot-window run (every snapshot's adjacency and the features on the host).
 - ``start_epoch(epoch)``: before each epoch's steps (an event model resets its memory there).
@@ -46,6 +55,7 @@ from dynagnn.distributed.context import DistContext
 from dynagnn.errors import ConfigError
 from dynagnn.models.base import DynamicGNN
 from dynagnn.timing import PhaseTimer
+from dynagnn.train.options import Options
 from dynagnn.tasks.snapshot import Split, chronological_split, infer_task, make_task
 from dynagnn.train.transfer import load_host_snapshots
 
@@ -58,8 +68,8 @@ class Run:
     feature width (part of a checkpoint's fingerprint); ``load_seconds``: the one-off read of the
     store. Snapshot runs: ``host`` holds every snapshot's normalised adjacency on the host
     (HostSnapshot list), ``features`` float32 [N, F] or [T, N, F], ``window`` the snapshots per
-    window l. ``options``: the strategy's settings from the training config (checkpoint_blocks,
-    tbptt, transfer, partitioner, seed, ...).
+    window l. ``config``: the run's :class:`~dynagnn.train.run_config.TrainConfig` (the strategy's
+    own options are ``Strategy.options``).
     """
 
     store: Any
@@ -73,7 +83,7 @@ class Run:
     features: np.ndarray | None = None
     window: int = 1
     batch_windows: int = 1
-    options: dict = field(default_factory=dict)
+    config: Any = None
     epoch: int = 0
     split: Split | None = None
     in_dim: int = 0
@@ -101,70 +111,90 @@ class Run:
 
 def refuse_graph_input(config) -> None:
     """ConfigError where ``graph_input`` is set for a model that has no such variant (only T-GCN has)."""
-    graph_input = getattr(config, "graph_input", "xh")
-    if graph_input != "xh":
-        raise ConfigError(f"graph_input {graph_input!r} is T-GCN's variant (tgcn); {config.model} has none: "
+    if config.graph_input != "xh":
+        raise ConfigError(f"graph_input {config.graph_input!r} is T-GCN's variant (tgcn); {config.model} has none: "
                           "leave graph_input at its default, xh")
 
 
 class Strategy:
     name = ""
+    Options: type[Options] = Options
+    fixed: dict[str, Any] = {}
+    refuses: dict[str, str] = {}  # why it takes no such option, where a reason says more than who does
+    family = ""
+    models: tuple[str, ...] = ("snapshot",)
+    tasks: tuple[str, ...] = ("link", "classify", "regress")
     procs_per_worker = 1
+    needs_plan = False
+    gpu_only = False
+    figure: str | None = None
 
-    def __init__(self, **options):
-        self.options = options
+    def __init__(self, config, options: Options | None = None):
+        """``options``: other than the config's, for a strategy run inside another (BLAD's processes
+        step through their snapshots with a sequential one)."""
+        self.config = config
+        self.options = config.options if options is None else options
 
     @classmethod
-    def check(cls, config, model: DynamicGNN, num_nodes: int, workers: int) -> None:
+    def settable(cls) -> set[str]:
+        """The option keys a run of this strategy may set."""
+        return set(cls.Options.declared()) - set(cls.fixed)
+
+    @classmethod
+    def make_options(cls, **given) -> Options:
+        """This strategy's options: ``given`` (keys it takes) over the defaults, its fixed ones set."""
+        return cls.Options(**{**given, **cls.fixed})
+
+    @classmethod
+    def shape_keys(cls, config) -> dict:
+        """Options that shape the model's weights, beside the shared keys (a checkpoint's fingerprint)."""
+        return {}
+
+    def check(self, model: DynamicGNN, num_nodes: int, workers: int) -> None:
         """Raise ConfigError if this strategy cannot serve ``model`` on ``workers`` workers."""
 
-    @classmethod
-    def prepare(cls, store, config, ctx: DistContext, comm: Comm, timer: PhaseTimer) -> Run:
+    def prepare(self, store, ctx: DistContext, comm: Comm, timer: PhaseTimer) -> Run:
         """The snapshot-window run: the task (``config.task``, or inferred from the store), the
         chronological split of its windows, every snapshot's adjacency and the features on the
         host, the model and the task's head on ``ctx.device``."""
-        c = config
+        from dynagnn.models import model_class
+
+        c = self.config
+        model_class(c.model)  # what the run cannot train, or read, is named before the task is made
+        t0 = time.perf_counter()
+        features = store.require_features()
+        load_seconds = time.perf_counter() - t0
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
         task_name = infer_task(store) if c.task == "auto" else c.task
         task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
         split = chronological_split(task.steps(c.window))
         t0 = time.perf_counter()
-        features = store.require_features()
         host = load_host_snapshots(store)
-        load_seconds = time.perf_counter() - t0
+        load_seconds += time.perf_counter() - t0
         in_dim = int(features.shape[-1])
-        model = cls.build_model(c, in_dim).to(ctx.device)
+        model = self.build_model(in_dim).to(ctx.device)
         head = task.head(model.out_dim).to(ctx.device)
         return Run(store, task, model, head, timer, ctx, comm, host, features, c.window, c.batch_windows,
-                   cls.run_options(c), split=split, in_dim=in_dim, load_seconds=load_seconds)
+                   c, split=split, in_dim=in_dim, load_seconds=load_seconds)
 
-    @classmethod
-    def input_dim(cls, store) -> int:
+    def input_dim(self, store) -> int:
         """The width of what the model reads from ``store`` (the node features by default); ConfigError
         naming the fix where the store lacks it."""
         return store.feature_dim()
 
-    @classmethod
-    def build_model(cls, config, in_dim: int) -> torch.nn.Module:
+    def build_model(self, in_dim: int, **kw) -> torch.nn.Module:
         """The model ``config.model`` of this strategy's family (snapshot models by default) for
         ``in_dim`` input features, on the CPU."""
         import inspect
 
         from dynagnn.models import build_model, model_class
 
-        kw = {}
-        if "graph_input" in inspect.signature(model_class(config.model)).parameters:   # T-GCN's variant
-            kw["graph_input"] = getattr(config, "graph_input", "xh")
+        c = self.config
+        if "graph_input" in inspect.signature(model_class(c.model)).parameters:   # T-GCN's variant
+            kw["graph_input"] = c.graph_input
         else:
-            refuse_graph_input(config)
-        return build_model(config.model, in_dim, config.hidden, **kw)
-
-    @staticmethod
-    def run_options(config) -> dict:
-        """The training config's settings a strategy reads from ``Run.options``."""
-        c = config
-        return {"checkpoint_blocks": c.checkpoint_blocks, "tbptt": c.tbptt, "transfer": c.transfer,
-                "partitioner": c.partitioner, "seed": c.seed, "plan": c.plan, "replan": c.replan, "model": c.model, "hidden": c.hidden}
+            refuse_graph_input(c)
+        return build_model(c.model, in_dim, c.hidden, **kw)
 
     def setup(self, run: Run) -> None:
         self.run = run

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tg
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
 from dynagnn.tasks.events import EventLinkTask, check_events, link_metrics
+from dynagnn.train.options import Options, option
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 
 
@@ -75,18 +77,40 @@ def memory_age_stats(src: np.ndarray, dst: np.ndarray, t: np.ndarray, start: flo
     return float(gaps.mean()), float(gaps.std() or 1.0)
 
 
+@dataclass(frozen=True)
+class EventOptions(Options):
+    """The event models' widths, their neighbourhood and the batches of events."""
+
+    event_batch: int = option(200, "event models (tgn, jodie, apan): events per batch, the unit of a step "
+                              "(DyGLib's 200)", type="integer", minimum=1)
+    memory_dim: int = option(100, "event models: node-memory width d_mem, also the embedding width (even for tgn "
+                             "and apan: 2 heads)", type="integer", minimum=1)
+    time_dim: int = option(100, "event models: time-encoding width", type="integer", minimum=1)
+    neighbors: int = option(10, "event models: most recent neighbours per event endpoint (TGN's attention, APAN's "
+                            "mail delivery)", type="integer", minimum=1)
+    event_negatives: int = option(100, "event models: fixed negative destinations per evaluation event for MRR "
+                                  "(TGB's 100; AP and AUC use the first)", type="integer", minimum=1)
+
+
 class EventStrategy(Strategy):
     """One worker, batches of events in time order (the TGL/DyGLib loop)."""
 
     name = "events"
+    Options = EventOptions
+    family = "events"
+    models = ("event",)
+    tasks = ("link",)
 
     @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def shape_keys(cls, config) -> dict:
+        """An event model's widths are these, not hidden."""
+        return {"memory_dim": config.options.memory_dim, "time_dim": config.options.time_dim}
+
+    def check(self, model, num_nodes, workers):
         if workers != 1:
             raise ConfigError(f"the events strategy runs on 1 worker, not {workers}")
 
-    @classmethod
-    def input_dim(cls, store) -> int:
+    def input_dim(self, store) -> int:
         """The edge-feature width d_e of :func:`edge_features`, from the arrays' shapes (the event
         models read no node features); ConfigError where the store has no event stream."""
         if not store.has("events/src"):
@@ -95,30 +119,28 @@ class EventStrategy(Strategy):
             return int(np.prod(store.root["events/features"].shape[1:], dtype=np.int64))
         return 1 if store.has("events/w") else 0
 
-    @classmethod
-    def build_model(cls, config, in_dim: int, num_nodes: int = 1, **kw) -> torch.nn.Module:
+    def build_model(self, in_dim: int, num_nodes: int = 1, **kw) -> torch.nn.Module:
         """The event model ``config.model`` for ``num_nodes`` nodes and ``in_dim`` edge features
-        (preflight builds one of 1 node to check the run)."""
-        c = config
+        (the launcher builds one of 1 node to check the run)."""
+        c, o = self.config, self.options
         if c.model not in TGNN_MODELS:
             raise ConfigError(f"the events strategy trains the event models {', '.join(TGNN_MODELS)}, not "
                               f"{c.model!r} (a snapshot model: use --strategy sequential)")
         refuse_graph_input(c)
-        if c.model in ("tgn", "apan") and c.memory_dim % 2:
-            raise ConfigError(f"memory_dim {c.memory_dim}: {c.model}'s 2 attention heads need an even width")
-        return build_tgnn(c.model, num_nodes, in_dim, c.memory_dim, c.time_dim, c.neighbors, **kw)
+        if c.model in ("tgn", "apan") and o.memory_dim % 2:
+            raise ConfigError(f"memory_dim {o.memory_dim}: {c.model}'s 2 attention heads need an even width")
+        return build_tgnn(c.model, num_nodes, in_dim, o.memory_dim, o.time_dim, o.neighbors, **kw)
 
-    @classmethod
-    def prepare(cls, store, config, ctx, comm, timer) -> Run:
+    def prepare(self, store, ctx, comm, timer) -> Run:
         """The event run: the task over the store's (time-ordered) event stream and its split into
         batch units, the edge features (``Run.features``: float32 [E, d_e] or None), the model and
         the edge-scoring head."""
-        c = config
+        c, o = self.config, self.options
         if c.task not in ("auto", "link"):
             raise ConfigError(f"task {c.task!r}: the event models predict links (task auto or link)")
         t0 = time.perf_counter()
         events = store.events()
-        task = EventLinkTask(events, store.num_nodes, c.event_batch, c.event_negatives, c.seed,
+        task = EventLinkTask(events, store.num_nodes, o.event_batch, o.event_negatives, c.seed,
                              path=str(store.path))
         feats = edge_features(events)
         load_seconds = time.perf_counter() - t0
@@ -127,9 +149,9 @@ class EventStrategy(Strategy):
         if c.model == "jodie":
             shift, scale = memory_age_stats(task.src, task.dst, task.t, float(task.t[0]))
             extra = {"dt_shift": shift, "dt_scale": scale}
-        model = cls.build_model(c, in_dim, store.num_nodes, **extra).to(ctx.device)
+        model = self.build_model(in_dim, store.num_nodes, **extra).to(ctx.device)
         head = LinkPredictor(model.out_dim).to(ctx.device)
-        return Run(store, task, model, head, timer, ctx, comm, features=feats, options=cls.run_options(c),
+        return Run(store, task, model, head, timer, ctx, comm, features=feats, config=c,
                    split=task.split, in_dim=in_dim, load_seconds=load_seconds)
 
     def setup(self, run: Run) -> None:

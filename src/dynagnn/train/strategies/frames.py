@@ -9,39 +9,50 @@ reuse cache); ``sequential`` with ``pipeline`` on is "-A".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.train.frame_engine import engine_for
+from dynagnn.train.options import Pipelining, option
 from dynagnn.train.strategies.base import Run, Strategy
+
+
+@dataclass(frozen=True)
+class FramesOptions(Pipelining):
+    """PiPAD's frames: S, the reuse of the first aggregation, the tuner's memory bound, the pipeline."""
+
+    frame_size: int | None = option(None, "frames strategy (PiPAD): snapshots per frame, S (null = the tuner's "
+                                    "choice after a profiling epoch)", type=["integer", "null"], minimum=1)
+    frame_reuse: str = option("on", "frames strategy: keep Â_t X_t of the first aggregation for later frames and "
+                              "epochs (models whose first aggregation reads only X_t)", enum=["on", "off"])
+    frame_memory_mb: float | None = option(None, "frames strategy: the tuner's memory bound in MiB (null = half the "
+                                           "free GPU memory, a quarter of the host's on CPU)",
+                                           type=["number", "null"], exclusiveMinimum=0)
+
+
+WHOLE_FRAMES = "the frames strategy runs whole frames: set checkpoint_blocks 1 and tbptt null"
+NO_DIFFERENCES = "the frames strategy feeds overlap-aware partitions, not graph differences: set transfer full"
 
 
 class Frames(Strategy):
     """PiPAD on one worker: the frame engine over each window (module docstring)."""
 
     name = "frames"
+    Options = FramesOptions
+    family = "window"
+    refuses = {"checkpoint_blocks": WHOLE_FRAMES, "tbptt": WHOLE_FRAMES, "transfer": NO_DIFFERENCES}
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def check(self, model, num_nodes, workers):
         if workers != 1:
             raise ConfigError(f"the frames strategy runs on 1 worker, not {workers} (it composes with group "
                               "inside each process)")
-        if int(getattr(config, "checkpoint_blocks", 1)) > 1 or getattr(config, "tbptt", None):
-            raise ConfigError("the frames strategy runs whole frames: set checkpoint_blocks 1 and tbptt null")
-        if getattr(config, "transfer", "full") != "full":
-            raise ConfigError("the frames strategy feeds overlap-aware partitions, not graph differences: "
-                              "set transfer full")
-
-    @staticmethod
-    def run_options(config) -> dict:
-        return {**Strategy.run_options(config), "frame_size": config.frame_size, "frame_reuse": config.frame_reuse,
-                "pipeline": config.pipeline, "frame_memory_mb": config.frame_memory_mb}
 
     def setup(self, run: Run) -> None:
         super().setup(run)
-        self.engine = engine_for(run)
+        self.engine = engine_for(run, self.options)
         self.engine.prepare_host(self._epoch_windows())
 
     def _epoch_windows(self) -> list[list[int]]:

@@ -35,12 +35,10 @@ B windows; ``steps`` cuts each worker's planned groups into as many contiguous p
 has steps and gives step k every worker's k-th piece, so every step spans all workers (with B at
 least the number of training windows, one step holds every group: BLAD's batch).
 
-Baselines (DESIGN.md): ``blad_nm`` (the balanced plan, no reordering), ``blad_even`` (the plan's even
-baseline: equal group counts per worker, each group halved between the processes, no reordering).
+Baselines: ``blad_nm`` (balanced, no reordering), ``blad_even`` (the plan's even baseline, no reordering).
 
-Operator order. The plan's flag for a process's layer means "run this layer's commuting pair in the
-other order than the default"; the default is the order ``"auto"`` resolves to, the one whose
-durations the plan was predicted with. The baselines keep ``"auto"``.
+Operator order: the plan's flag for a process's layer flips its commuting pair from the order
+``"auto"`` resolves to (the one its durations were predicted with); the baselines keep ``"auto"``.
 
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
@@ -55,6 +53,7 @@ import logging
 import math
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -64,11 +63,13 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from dynagnn.distributed.pair_channel import PairChannel, message_bytes
 from dynagnn.errors import ConfigError
 from dynagnn.models.layers import find_gcn_layers
-from dynagnn.schedule.plan import SchedulePlan
+from dynagnn.schedule.plan import SchedulePlan, check_run_plan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
 from dynagnn.timing import trace_segments
+from dynagnn.train.options import Options, Transfer, WindowOptions, option
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
+from dynagnn.train.strategies.frames import FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
@@ -77,45 +78,60 @@ log = logging.getLogger(__name__)
 OPERATOR_KINDS = {"graph_op": 0, "nn_op": 1, "rnn": 1}
 
 
-def check_plan(plan: SchedulePlan, *, workers: int, window: int, train_ends: Sequence[int], where) -> None:
-    """ConfigError unless ``plan`` is for this worker count and window and covers exactly these
-    training windows (a plan of another window, task or split is stale)."""
-    if plan.num_workers != workers:
-        raise ConfigError(f"{where}: plan is for {plan.num_workers} workers, this run has {workers}; "
-                          f"use plan-{workers}.json or re-run the schedule stage")
-    if plan.group_len != window:
-        raise ConfigError(f"{where}: plan has groups of {plan.group_len} snapshots, this run's window is {window}; "
-                          "re-run the schedule stage with this window")
-    planned = sorted(g for w in plan.groups.workers for g in w)
-    if planned != sorted(int(t) for t in train_ends):
-        span = f"{planned[0]}..{planned[-1]} ({len(planned)})" if planned else "none"
-        raise ConfigError(f"{where}: plan covers the groups ending at snapshots {span}, this run trains the "
-                          f"windows ending at {train_ends[0]}..{train_ends[-1]} ({len(train_ends)}): a plan of "
-                          "another task, window or split; re-run the schedule stage")
+@dataclass(frozen=True)
+class PlanOptions(Options):
+    """The schedule stage's plan a BLAD run trains by."""
+
+    plan: str | None = option(None, "group strategies (BLAD): the schedule stage's plan-<P>.json (null = planned "
+                              "from the cost model at start)", type=["string", "null"])
+
+
+@dataclass(frozen=True)
+class ReplanOptions(PlanOptions):
+    """The plan, and BLAD's re-plan from measured times."""
+
+    replan: bool = option(True, "group and blad_nm: re-plan the split from the times each process measured in the "
+                          "second epoch (the first when only two are run; false = the plan's split throughout)",
+                          type="boolean")
+
+
+@dataclass(frozen=True)
+class GroupOptions(ReplanOptions, Transfer):
+    """BLAD's group strategy: its plan, the re-plan, and how snapshots are fed."""
+
+
+@dataclass(frozen=True)
+class BladEvenOptions(PlanOptions, Transfer):
+    """BLAD-Even: the plan's even baseline, never re-planned."""
+
+
+@dataclass(frozen=True)
+class GroupFramesOptions(ReplanOptions, FramesOptions):
+    """BLAD × PiPAD: the group options with the frames ones."""
+
+
+ONE_WINDOW_TWO_PROCESSES = ("BLAD's group strategies split each window between two processes already; use "
+                            "checkpoint_blocks 1 and no tbptt with them (or --strategy sequential)")
 
 
 class GroupPipeline(Strategy):
     """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
 
     name = "group"
+    Options = GroupOptions
+    family = "group"
+    figure = "compare"
     procs_per_worker = 2
     needs_plan = True
+    refuses = {"checkpoint_blocks": ONE_WINDOW_TWO_PROCESSES, "tbptt": ONE_WINDOW_TWO_PROCESSES}
     baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
     reorder = True  # set the plan's operator order
     replan_measured = True  # after an early epoch, re-plan from measured times (option replan)
 
-    @staticmethod
-    def run_options(config) -> dict:
-        return {**Strategy.run_options(config), "epochs": int(config.epochs)}
-
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
-        if int(config.window) < 2:
-            raise ConfigError(f"the {cls.name} strategy splits each group (window) between 2 processes: "
-                              f"window {config.window} is too short, use at least 2")
-        if int(config.checkpoint_blocks) > 1 or config.tbptt:
-            raise ConfigError(f"the {cls.name} strategy splits each window between two processes already; "
-                              "use checkpoint_blocks 1 and no tbptt with it (or --strategy sequential)")
+    def check(self, model, num_nodes, workers):
+        if int(self.config.window) < 2:
+            raise ConfigError(f"the {self.name} strategy splits each group (window) between 2 processes: "
+                              f"window {self.config.window} is too short, use at least 2")
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -123,7 +139,7 @@ class GroupPipeline(Strategy):
         if ctx.procs_per_worker != self.procs_per_worker:
             raise ConfigError(f"the {self.name} strategy runs {self.procs_per_worker} processes per worker, "
                               f"this job has {ctx.procs_per_worker}")
-        self.local = Sequential()
+        self.local = Sequential(run.config, WindowOptions(transfer=getattr(self.options, "transfer", "full")))
         self.local.setup(run)
         self.plan = self._plan(run)
         self._follow(self.plan, self.baseline)
@@ -137,25 +153,25 @@ class GroupPipeline(Strategy):
                                         device=run.device)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
-        self.replan = self.replan_measured and bool(run.options.get("replan", True))
+        self.replan = self.replan_measured and self.options.replan
         self.replanned: SchedulePlan | None = None
         self._measured = _Measured()
         # the epoch whose times the re-plan takes: the second (the first warms caches and the
         # allocator, and measured 27% slow), or the first when only one epoch would follow it
-        self.measure_epoch = max(0, min(1, int(run.options.get("epochs", 1)) - 2))
+        self.measure_epoch = max(0, min(1, self.config.epochs - 2))
         self._measured.on = False
         run.timer.trace = []  # operator timelines, for the measured overlap (epoch_metrics)
 
     # ------------------------------------------------------------------ plan
 
     def _plan(self, run: Run) -> SchedulePlan:
-        o, ctx, store = run.options, run.ctx, run.store
-        if not o.get("plan"):  # the CLI makes one at start (dynagnn.cli.plan_at_start); a library call must give it
+        path, ctx, store = self.options.plan, run.ctx, run.store
+        if not path:  # dynagnn.api.train makes one at start; the train stage alone must be given it
             raise ConfigError(f"the {self.name} strategy trains by a schedule plan: give plan (the schedule stage's "
-                              f"plan-{ctx.workers}.json), or train with `python -m dynagnn train`, which plans at start")
-        plan = SchedulePlan.load(o["plan"], dataset=str(store.attrs.get("name", "")), model=o.get("model"),
+                              f"plan-{ctx.workers}.json), or train through dynagnn.api.train or the CLI, which plan at start")
+        plan = SchedulePlan.load(path, dataset=str(store.attrs.get("name", "")), model=self.config.model,
                                  store_checksum=store.checksum)
-        check_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends, where=o["plan"])
+        check_run_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends, where=path)
         return plan
 
     def _follow(self, plan: SchedulePlan, baseline: bool) -> None:
@@ -494,6 +510,7 @@ class BladEven(GroupPipeline):
     the processes), no operator reordering."""
 
     name = "blad_even"
+    Options = BladEvenOptions
     baseline = True
     reorder = False
     replan_measured = False
@@ -507,25 +524,15 @@ class GroupFrames(GroupPipeline):
     A part is measured as a whole for the re-plan, its time shared evenly among its snapshots."""
 
     name = "group_frames"
-
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
-        super().check(config, model, num_nodes, workers)
-        if getattr(config, "transfer", "full") != "full":
-            raise ConfigError(f"the {cls.name} strategy feeds overlap-aware partitions, not graph differences: "
-                              "set transfer full")
-
-    @staticmethod
-    def run_options(config) -> dict:
-        from dynagnn.train.strategies.frames import Frames
-
-        return {**GroupPipeline.run_options(config), **Frames.run_options(config)}
+    Options = GroupFramesOptions
+    refuses = {**GroupPipeline.refuses, "transfer": "the group_frames strategy feeds overlap-aware partitions, not "
+                                                    "graph differences: set transfer full"}
 
     def setup(self, run: Run) -> None:
         from dynagnn.train.frame_engine import engine_for
 
         super().setup(run)
-        self.engine = engine_for(run)
+        self.engine = engine_for(run, self.options)
         self.engine.prepare_host(self._parts())
 
     def _forward(self, ts: Sequence[int], state):

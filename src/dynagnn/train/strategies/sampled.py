@@ -50,6 +50,7 @@ from dynagnn.sortedkeys import row_offsets
 from dynagnn.tasks import metrics as M
 from dynagnn.train.cache import MIB, FeatureCache, StoreRows
 from dynagnn.train.stages import Pipeline
+from dynagnn.train.options import Options, option
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 from dynagnn.tasks.snapshot import Split, class_labels
 
@@ -109,7 +110,7 @@ def seed_split(labels: np.ndarray, fractions, seed: int) -> Split:
 def static_graph(store) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr int64 [N+1], indices int64 [nnz]) of the union of the store's snapshots,
     symmetrised, without self-loops: the graph sampled training samples from."""
-    from dynagnn.analysis.partitions import union_graph
+    from dynagnn.graph.union import union_graph
 
     row, col = union_graph(store)
     return row_offsets(row, store.num_nodes), col
@@ -134,63 +135,95 @@ class SampledRun(Run):
     labels: np.ndarray = field(default=None)
 
 
+CORES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}
+
+
+@dataclass(frozen=True)
+class SampledOptions(Options):
+    """BGL's sampled training: the sampling, the two-level cache, the order and the isolated stages."""
+
+    fanouts: list = option([15, 10, 5], "sampled strategies (BGL): neighbours sampled per layer, the seeds' first; "
+                           "one layer each", type="array", items={"type": "integer", "minimum": 1}, minItems=1)
+    batch_size: int = option(1000, "sampled strategies: seeds per mini-batch (per worker)", type="integer", minimum=1)
+    cache_policy: str = option("fifo", "sampled: the feature cache's policy (BGL's FIFO, PaGraph's static "
+                               "top-degree, none); the baselines sampled_nocache and sampled_static set their own",
+                               enum=["fifo", "static", "none"])
+    cache_l1_mb: float = option(64, "sampled: the feature cache's level 1 (on the training device) in MiB",
+                                type="number", minimum=0)
+    cache_l2_mb: float = option(256, "sampled: the feature cache's level 2 (host memory) in MiB",
+                                type="number", minimum=0)
+    order: str = option("proximity", "sampled: the order of the training seeds, BGL's proximity-aware (BFS) order "
+                        "or a shuffle", enum=["proximity", "random"])
+    samplers: int = option(1, "sampled: sampler processes (0 = sampling in the fetch thread)", type="integer",
+                           minimum=0)
+    queue_depth: int = option(4, "sampled: batches each queue between the stages holds", type="integer", minimum=1)
+    stage_cores: dict | None = option(
+        None, "sampled: BGL's resource isolation, the CPU ids each stage may run on (the training stage's torch "
+        "threads = its count); null = no isolation", type=["object", "null"], additionalProperties=False,
+        properties={"sample": CORES, "fetch": CORES, "train": CORES})
+    seed_fractions: list = option([0.7, 0.15, 0.15], "sampled: the labelled vertices drawn for train, validation "
+                                  "and test", type="array", items={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                                  minItems=3, maxItems=3)
+    seed_partitioner: str = option("bgl", "sampled, several workers: the training seeds split by BGL's BFS-block "
+                                   "assignment or at random", enum=list(SEED_PARTITIONERS))
+
+
 class Sampled(Strategy):
     name = "sampled"
-    policy: str | None = None   # None: the config's cache_policy
-    order: str | None = None    # None: the config's order
+    Options = SampledOptions
+    family = "sampled"
+    figure = "sampled"
+    models = ("sampled",)
+    tasks = ("classify",)
 
-    @classmethod
-    def build_model(cls, config, in_dim: int) -> torch.nn.Module:
+    def build_model(self, in_dim: int, **kw) -> torch.nn.Module:
+        config = self.config
         model_cls = SAMPLED_MODELS.get(config.model)
         if model_cls is None:
             raise ConfigError(f"strategy {config.strategy} trains a model on sampled blocks "
                               f"({', '.join(SAMPLED_MODELS)}), not {config.model!r}")
         refuse_graph_input(config)
-        return model_cls(in_dim, config.hidden, num_layers=len(check_fanouts(config.fanouts)))
+        return model_cls(in_dim, config.hidden, num_layers=len(check_fanouts(self.options.fanouts)))
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def check(self, model, num_nodes, workers):
+        o = self.options
         if not isinstance(model, SampledGNN):
-            raise ConfigError(f"strategy {config.strategy} trains {', '.join(SAMPLED_MODELS)}, "
+            raise ConfigError(f"strategy {self.config.strategy} trains {', '.join(SAMPLED_MODELS)}, "
                               f"not {getattr(model, 'name', type(model).__name__)!r}")
-        check_fanouts(config.fanouts)
-        if int(config.batch_size) < 1:
-            raise ConfigError(f"batch_size {config.batch_size}: a mini-batch needs at least 1 seed")
-        if config.seed_partitioner not in SEED_PARTITIONERS:
-            raise ConfigError(f"seed_partitioner {config.seed_partitioner!r}: expected one of "
+        check_fanouts(o.fanouts)
+        if int(o.batch_size) < 1:
+            raise ConfigError(f"batch_size {o.batch_size}: a mini-batch needs at least 1 seed")
+        if o.seed_partitioner not in SEED_PARTITIONERS:
+            raise ConfigError(f"seed_partitioner {o.seed_partitioner!r}: expected one of "
                               f"{', '.join(SEED_PARTITIONERS)}")
 
-    @classmethod
-    def prepare(cls, store, config, ctx, comm, timer) -> SampledRun:
-        c = config
-        check_fanouts(c.fanouts)
+    def prepare(self, store, ctx, comm, timer) -> SampledRun:
+        c, o = self.config, self.options
+        check_fanouts(o.fanouts)
         t0 = time.perf_counter()
         labels = seed_labels(store)
         rows = StoreRows(store)
         indptr, indices = static_graph(store)
-        split = seed_split(labels, c.seed_fractions, c.seed)
+        split = seed_split(labels, o.seed_fractions, c.seed)
         load_seconds = time.perf_counter() - t0
-        model = cls.build_model(c, rows.dim).to(ctx.device)
+        model = self.build_model(rows.dim).to(ctx.device)
         task = SeedClassification(labels)
         head = task.head(model.out_dim).to(ctx.device)
-        options = {k: getattr(c, k) for k in ("fanouts", "batch_size", "cache_policy", "cache_l1_mb", "cache_l2_mb",
-                                               "order", "samplers", "queue_depth", "stage_cores", "seed",
-                                               "seed_partitioner")}
-        return SampledRun(store, task, model, head, timer, ctx, comm, options=options, split=split, in_dim=rows.dim,
+        return SampledRun(store, task, model, head, timer, ctx, comm, config=c, split=split, in_dim=rows.dim,
                           load_seconds=load_seconds, indptr=indptr, indices=indices, rows=rows, labels=labels)
 
     # ---------------------------------------------------------------- setup
     def setup(self, run: SampledRun) -> None:
         super().setup(run)
-        o = run.options
-        self.seed = int(o["seed"])
-        self.batch_size = int(o["batch_size"])
-        self.order = self.order or o["order"]
-        policy = self.policy or o["cache_policy"]
+        o = self.options
+        self.seed = self.config.seed
+        self.batch_size = o.batch_size
+        self.order = o.order
+        policy = o.cache_policy
         P, rank = run.ctx.world_size, run.ctx.rank
         train = np.asarray(run.split.train, dtype=np.int64)
         if P > 1:
-            parts = self.seed_parts(run, o["seed_partitioner"], train)
+            parts = self.seed_parts(run, o.seed_partitioner, train)
             counts = np.bincount(parts[train], minlength=P)
             self.own = train[parts[train] == rank]
         else:
@@ -204,11 +237,11 @@ class Sampled(Strategy):
             seed=self.seed)
         self.orders = EpochOrders(self.order, run.indptr, run.indices, self.own, self.seed, self.sequences)
         degree = np.diff(run.indptr)
-        self.cache = FeatureCache(run.rows, int(float(o["cache_l1_mb"]) * MIB), int(float(o["cache_l2_mb"]) * MIB),
+        self.cache = FeatureCache(run.rows, int(float(o.cache_l1_mb) * MIB), int(float(o.cache_l2_mb) * MIB),
                                   run.device, policy, degree.astype(np.float64))
-        self.pipeline = Pipeline(run.indptr, run.indices, check_fanouts(o["fanouts"]), run.model.norm,
-                                 self.cache.fetch, run.device, samplers=int(o["samplers"]),
-                                 depth=int(o["queue_depth"]), cores=o.get("stage_cores"))
+        self.pipeline = Pipeline(run.indptr, run.indices, check_fanouts(o.fanouts), run.model.norm,
+                                 self.cache.fetch, run.device, samplers=o.samplers,
+                                 depth=o.queue_depth, cores=o.stage_cores)
         self.labels = torch.from_numpy(run.labels)
         self._epoch_start = self.cache.stats()
         self._batches = iter(())
@@ -306,19 +339,18 @@ class SampledNoCache(Sampled):
     """Every input row read from the store (DGL's and Euler's data path: no feature cache)."""
 
     name = "sampled_nocache"
-    policy = "none"
+    fixed = {"cache_policy": "none"}
 
 
 class SampledStatic(Sampled):
     """PaGraph's static cache of the highest-degree vertices, seeds in random order."""
 
     name = "sampled_static"
-    policy = "static"
-    order = "random"
+    fixed = {"cache_policy": "static", "order": "random"}
 
 
 class SampledRandom(Sampled):
     """BGL's FIFO cache, seeds in random order (the ablation of the proximity-aware order)."""
 
     name = "sampled_random"
-    order = "random"
+    fixed = {"order": "random"}

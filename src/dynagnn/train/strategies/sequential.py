@@ -21,6 +21,7 @@ import torch
 from dynagnn.errors import ConfigError
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
+from dynagnn.train.options import WindowOptions
 from dynagnn.train.pipeline import Prefetcher, bytes_only
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
@@ -28,28 +29,25 @@ from dynagnn.train.transfer import SnapshotFeeder
 
 class Sequential(Strategy):
     name = "sequential"
+    Options = WindowOptions
+    family = "window"
+    models = ("snapshot",)
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def check(self, model, num_nodes, workers):
         if workers != 1:
             raise ConfigError(f"the sequential strategy runs on 1 worker, not {workers}: use "
                               "--strategy vertex or snapshot for several")
 
-    @staticmethod
-    def run_options(config) -> dict:
-        return {**Strategy.run_options(config), "pipeline": config.pipeline}
-
     def setup(self, run: Run) -> None:
         super().setup(run)
-        o = run.options
-        self.checkpoint_blocks = int(o.get("checkpoint_blocks", 1))
-        self.tbptt = o.get("tbptt")
+        o = self.options
+        self.checkpoint_blocks, self.tbptt = o.checkpoint_blocks, o.tbptt
         capacity = None
         if self.checkpoint_blocks > 1:
             capacity = math.ceil(run.window / self.checkpoint_blocks) + 1
-        pipelined = o.get("pipeline", "auto") == "on"
+        pipelined = o.pipeline == "on"
         # a pipelined feeder runs in the producer thread: it counts bytes, the consumer times the wait
-        self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device, o.get("transfer", "full"),
+        self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device, o.transfer,
                                      capacity, bytes_only(run.timer) if pipelined else run.timer)
         self.prefetch = Prefetcher(self.feeder.get, device=run.device, timer=run.timer) if pipelined else None
         self.model = run.model

@@ -40,6 +40,7 @@ from dynagnn.models.base import StackedGNN
 from dynagnn.models.evolvegcn import EvolveGCNO
 from dynagnn.splits import even_sizes
 from dynagnn.timing import section
+from dynagnn.train.options import Transfer
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
@@ -50,9 +51,14 @@ def serves(model) -> bool:
 
 class SnapshotPartition(Strategy):
     name = "snapshot"
+    Options = Transfer
+    family = "window"
+    models = ("stacked",)
+    refuses = {"checkpoint_blocks": "the snapshot strategy does not checkpoint yet; use --strategy sequential or "
+                                    "vertex with checkpointing"}
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def check(self, model, num_nodes, workers):
+        config = self.config
         if not serves(model):
             raise ConfigError(f"snapshot strategy cannot serve {model.name}: its GCN runs inside the "
                               "recurrence, so there is no seam between the per-snapshot GCN and the "
@@ -65,9 +71,6 @@ class SnapshotPartition(Strategy):
                               f"at most {items} workers")
         if workers > num_nodes:
             raise ConfigError(f"snapshot strategy: {workers} workers for {num_nodes} vertices")
-        if int(config.checkpoint_blocks) > 1:
-            raise ConfigError("snapshot strategy: checkpoint_blocks > 1 is not supported yet; use "
-                              "checkpoint_blocks 1, or --strategy sequential or vertex with checkpointing")
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -76,7 +79,7 @@ class SnapshotPartition(Strategy):
         self.vsizes = even_sizes(run.num_nodes, P)
         self.voff = np.concatenate([[0], np.cumsum(self.vsizes)]).tolist()
         self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device,
-                                     run.options.get("transfer", "full"), None, run.timer)
+                                     self.options.transfer, None, run.timer)
         self.stacked = isinstance(self.model, StackedGNN)
         if self.stacked:
             self.widths = self._widths()

@@ -67,7 +67,8 @@ from dynagnn.sortedkeys import unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run
-from dynagnn.train.strategies.events import EventStrategy
+from dynagnn.train.options import Pipelining, option
+from dynagnn.train.strategies.events import EventOptions, EventStrategy
 from dynagnn.train.strategies.tgnn_memory import PartitionedMemory, wire_device
 
 PARTITIONERS = ("reflexbicut", "hash", "range")
@@ -157,46 +158,56 @@ def _untimed(comm: Comm) -> Comm:
     return out
 
 
+@dataclass(frozen=True)
+class TGNNOptions(EventOptions, Pipelining):
+    """Sven's: the event options, the memory partitioner, micro-batches, the stale all-reduce and the
+    prefetch of the next batch's share (pipeline off turns it off)."""
+
+    memory_partitioner: str = option("reflexbicut", "tgnn strategies (Sven): how the node memory and mailbox rows "
+                                     "are split across workers (Re-FlexBiCut on the training events' graph, a seeded "
+                                     "hash, id ranges)", enum=list(PARTITIONERS))
+    micro_batches: int | str = option(1, "a count of micro-batches >= 1 or adaptive (tgnn strategies: each worker's "
+                                      "share of a batch in that many pieces, the fetch of one overlapping the compute "
+                                      "of the previous; adaptive: the fastest of 1, 2, 4, 8 in the first steps)",
+                                      type=["integer", "string"], minimum=1, pattern="^adaptive$")
+    stale_allreduce: bool = option(False, "tgnn strategies: Sven's one-step-stale gradient all-reduce (step k applies "
+                                   "the all-reduced gradient of step k-1 while its own is reduced)", type="boolean")
+
+
 class TGNNStrategy(EventStrategy):
     """Sven: partitioned memory, redundancy-free dispatch, pipelined (module docstring)."""
 
     name = "tgnn"
+    Options = TGNNOptions
+    family = "tgnn"
+    figure = "sven"
     mode = "sven"
-    partitioner: str | None = None  # a variant's own memory partitioner (else the option's)
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
-        c = config
-        if c.memory_partitioner not in PARTITIONERS:
-            raise ConfigError(f"memory_partitioner {c.memory_partitioner!r}: expected one of {', '.join(PARTITIONERS)}")
-        m = c.micro_batches
+    def check(self, model, num_nodes, workers):
+        c, o = self.config, self.options
+        if o.memory_partitioner not in PARTITIONERS:
+            raise ConfigError(f"memory_partitioner {o.memory_partitioner!r}: expected one of {', '.join(PARTITIONERS)}")
+        m = o.micro_batches
         if not (m == "adaptive" or (isinstance(m, int) and not isinstance(m, bool) and m >= 1)):
             raise ConfigError(f"micro_batches {m!r}: expected a count >= 1 or adaptive")
         if workers > num_nodes:
-            raise ConfigError(f"{workers} workers for {num_nodes} nodes: the {cls.name} strategy gives every "
+            raise ConfigError(f"{workers} workers for {num_nodes} nodes: the {self.name} strategy gives every "
                               f"worker memory rows; use at most {num_nodes} workers")
-        if cls.mode == "depcomm" and c.model == "apan":
+        if self.mode == "depcomm" and c.model == "apan":
             raise ConfigError("tgnn_depcomm cannot serve apan: its owner-side update is one row per node, and "
                               "APAN updates a node's memory per query time; use tgnn or tgnn_depcache")
-
-    @staticmethod
-    def run_options(config) -> dict:
-        c = config
-        return {**EventStrategy.run_options(c), "memory_partitioner": c.memory_partitioner,
-                "micro_batches": c.micro_batches, "stale_allreduce": bool(c.stale_allreduce),
-                "pipeline": c.pipeline}
 
     # ---- setup ----------------------------------------------------------------------------------
     def setup(self, run: Run) -> None:
         super().setup(run)  # the partition and this worker's rows: _new_memory
-        opts = run.options
+        opts = self.options
         overlap = self.mode != "depcomm"
-        self.micro = opts["micro_batches"]
+        self.micro = opts.micro_batches
         self.m = 1 if self.micro == "adaptive" else int(self.micro)
-        self.stale = bool(opts["stale_allreduce"])
+        self.stale = bool(opts.stale_allreduce)
         self.params = [p for p in run.parameters() if p.requires_grad]
         self.executor = (cf.ThreadPoolExecutor(1, thread_name_prefix="dynagnn-comm") if overlap else _Inline())
-        self.prefetch = Prefetcher(self._prepare, enabled=opts["pipeline"] != "off", depth=2, device="cpu")
+        self.prefetch = Prefetcher(self._prepare, enabled=opts.pipeline != "off", depth=2, device="cpu")
         self._stale_future: cf.Future | None = None
         self._probe: dict[int, list[float]] = {}
         self._decided = self.micro != "adaptive"
@@ -212,8 +223,7 @@ class TGNNStrategy(EventStrategy):
         owner = torch.zeros(run.num_nodes, dtype=torch.int64)
         if comm.rank == 0:  # one partition for all (METIS inside Re-FlexBiCut is seeded, but be sure)
             owner = torch.from_numpy(memory_owner(task.src[tr], task.dst[tr], run.num_nodes, comm.world,
-                                                  self.partitioner or run.options["memory_partitioner"],
-                                                  run.options["seed"]))
+                                                  self.options.memory_partitioner, self.config.seed))
         self.owner = comm.broadcast(owner.to(wire_device(comm)), 0, "partition").cpu().numpy()
         m = self.model
         return PartitionedMemory(self.comm, self.owner, m.memory_dim, m.mail_dim, m.mailbox, self.mode, self.device)
@@ -492,11 +502,11 @@ class TGNNHash(TGNNStrategy):
     """Sven with the memory rows hashed to workers (a partitioner baseline, beside tgnn in a workflow)."""
 
     name = "tgnn_hash"
-    partitioner = "hash"
+    fixed = {"memory_partitioner": "hash"}
 
 
 class TGNNRange(TGNNStrategy):
     """Sven with the memory rows split by id ranges (DGL's; a partitioner baseline)."""
 
     name = "tgnn_range"
-    partitioner = "range"
+    fixed = {"memory_partitioner": "range"}

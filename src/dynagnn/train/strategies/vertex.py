@@ -24,6 +24,7 @@ their owner (``gather.backward``) and the parameters' gradients are all-reduced
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -31,12 +32,13 @@ import torch
 
 from dynagnn.distributed.comm import Comm, HaloPlan
 from dynagnn.errors import ConfigError
-from dynagnn.graph.csr import Adjacency, _SpMM, csr_matrix
+from dynagnn.graph.csr import Adjacency, SpMM, csr_matrix
 from dynagnn.graph.partition import hash_partition, metis_partition
 from dynagnn.models.evolvegcn import EvolveGCNH
 from dynagnn.sortedkeys import row_offsets, unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
+from dynagnn.train.options import Checkpointing, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 PARTITIONERS = ("metis", "hash")
@@ -52,7 +54,7 @@ class HaloAdjacency(Adjacency):
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         halo = self.comm.halo(x, self.plan)
-        return _SpMM.apply(self, torch.cat([x, halo]) if halo.shape[0] else x)
+        return SpMM.apply(self, torch.cat([x, halo]) if halo.shape[0] else x)
 
 
 def union_edges(host: list, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -115,34 +117,41 @@ def local_snapshot(snap, num_nodes: int, parts: np.ndarray, rank: int, workers: 
     return (crow, lcol, v.astype(np.float32), n_own + halo_ids.size), plan
 
 
+@dataclass(frozen=True)
+class VertexOptions(Checkpointing):
+    """The vertex strategy's: checkpointing, and how the vertices are split."""
+
+    partitioner: str = option("metis", "vertex strategy: how the vertices are split", enum=list(PARTITIONERS))
+
+
 class VertexPartition(Strategy):
     name = "vertex"
+    Options = VertexOptions
+    family = "window"
 
-    @classmethod
-    def check(cls, config, model, num_nodes, workers):
+    def check(self, model, num_nodes, workers):
         if workers > num_nodes:
             raise ConfigError(f"vertex strategy: {workers} workers for {num_nodes} vertices; use at most "
                               f"{num_nodes} workers")
         if isinstance(model, EvolveGCNH):
             raise ConfigError("vertex strategy cannot serve evolvegcn_h: its top-k summary ranks all "
                               "vertices of a snapshot together; use --strategy sequential, or evolvegcn_o")
-        if config.partitioner not in PARTITIONERS:
-            raise ConfigError(f"partitioner {config.partitioner!r}: the vertex strategy splits by one of "
+        if self.options.partitioner not in PARTITIONERS:
+            raise ConfigError(f"partitioner {self.options.partitioner!r}: the vertex strategy splits by one of "
                               f"{', '.join(PARTITIONERS)}")
 
     def setup(self, run: Run) -> None:
         super().setup(run)
-        ctx, o = run.ctx, run.options
+        ctx, o = run.ctx, self.options
         P, rank, N = ctx.world_size, ctx.rank, run.num_nodes
-        self.parts = vertex_parts(o.get("partitioner", "metis"), run.host, N, P, int(o.get("seed", 0)))
+        self.parts = vertex_parts(o.partitioner, run.host, N, P, self.config.seed)
         self.own = np.flatnonzero(self.parts == rank)
         local = local_index(self.parts, rank)
         self.counts = np.bincount(self.parts, minlength=P).tolist()
         # the gathered rows come rank by rank; this index puts them back in vertex order
         order = np.concatenate([np.flatnonzero(self.parts == q) for q in range(P)])
         self.to_global = torch.from_numpy(np.argsort(order)).to(run.device)
-        self.checkpoint_blocks = int(o.get("checkpoint_blocks", 1))
-        self.tbptt = o.get("tbptt")
+        self.checkpoint_blocks, self.tbptt = o.checkpoint_blocks, o.tbptt
         self.adj = []
         with run.timer.phase("transfer"):
             for snap in run.host:

@@ -1,0 +1,85 @@
+"""Each strategy's own options: typed, frozen dataclasses with defaults and help.
+
+A run's keys are of two kinds. The keys every run shares (model, task, window, epochs, ...) are the
+fields of :class:`~dynagnn.train.run_config.TrainConfig`. Every other key belongs to the strategies
+that read it, as a field of their ``Options``: declared here for the options several families share
+(checkpointing, transfer, the pipelined feed), beside the strategy for its own (frames' ``frame_size``
+in ``strategies/frames.py``). Families share by inheritance: ``WindowOptions`` is checkpointing +
+transfer + pipeline; ``group_frames`` takes group's and frames' options together.
+
+A field is declared with :func:`option`: its default, its help (the CLI's flag help and the schema's
+description) and its JSON-schema constraints. The library validates a key against that fragment; the
+config schema file (which Snakemake validates against) holds a copy of it, which
+``tests/test_registries.py`` checks. This module sits below the strategies (they declare their
+options with it) and above nothing of theirs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+def option(default: Any, help: str, **schema: Any) -> Any:
+    """A field of an ``Options`` dataclass: ``default``, ``help`` and the JSON-schema constraints of its
+    value (``type``, ``enum``, ``minimum``, ...). A list or dict default is copied for each instance."""
+    meta = {"help": help, "schema": schema}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def field_default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+@dataclass(frozen=True)
+class Options:
+    """No options of its own (the base of every family)."""
+
+    @classmethod
+    def declared(cls) -> dict[str, dataclasses.Field]:
+        """The option fields by name."""
+        return {f.name: f for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def json_schema(cls, name: str) -> dict:
+        """The JSON schema of option ``name``: its constraints, default and help (as the config schema
+        file writes it)."""
+        f = cls.declared()[name]
+        return {**copy.deepcopy(f.metadata["schema"]), "default": field_default(f), "description": f.metadata["help"]}
+
+
+@dataclass(frozen=True)
+class Checkpointing(Options):
+    """ESDG's gradient checkpointing over time blocks, and truncated back-propagation through time."""
+
+    checkpoint_blocks: int = option(1, "ESDG gradient checkpointing: time blocks per window (1 = off)",
+                                    type="integer", minimum=1)
+    tbptt: int | None = option(None, "truncated BPTT every k steps (null = full window)",
+                               type=["integer", "null"], minimum=1)
+
+
+@dataclass(frozen=True)
+class Transfer(Options):
+    """How snapshots reach the device: in full, or as ESDG's graph differences."""
+
+    transfer: str = option("full", "snapshots sent in full or as ESDG graph differences", enum=["full", "diff"])
+
+
+@dataclass(frozen=True)
+class Pipelining(Options):
+    """PiPAD's pipelined feed: the next snapshot or frame prepared while this one computes."""
+
+    pipeline: str = option(
+        "auto", "prepare the next frame (frames) or snapshot (sequential, PiPAD's -A) while this one computes; "
+        "auto = off for sequential; for frames (and group_frames) on until the tuner freezes S, then kept only "
+        "where its trial windows run faster with it than prepared inline (on a CPU the producer thread competes "
+        "for the cores)", enum=["auto", "on", "off"])
+
+
+@dataclass(frozen=True)
+class WindowOptions(Checkpointing, Transfer, Pipelining):
+    """The one-snapshot-at-a-time loop's options: checkpointing, transfer and the pipelined feed."""
