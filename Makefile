@@ -1,4 +1,4 @@
-# make run    the embedded default pipeline (config.yaml) with Snakemake on 2 cores
+# make run    the embedded default pipeline (config.yaml) with Snakemake on 2 cores, then its report
 # make test   the test suite (unit, workflow, multi-process)
 # make bench  the benchmarks (ratios measured side by side, printed)
 # Each creates .venv and installs the project first.
@@ -24,7 +24,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	. $(VENV)/bin/activate && snakemake --cores $(CORES) --printshellcmds
+	. $(VENV)/bin/activate && snakemake --cores $(CORES) --printshellcmds && \
+	  snakemake --cores $(CORES) --report results/report.html && \
+	  echo "dynagnn: report results/report.html, claims table results/report/claims.html"
 
 test: install
 	. $(VENV)/bin/activate && python -m pytest -q

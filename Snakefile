@@ -35,3 +35,10 @@ rule all:
         all_outputs(),
         rules.runtimes.output,
     default_target: True
+
+
+onsuccess:
+    print("dynagnn: the run made")
+    print("\n".join(made_lines()))
+    print(f"dynagnn: claims table {RESULTS}/report/claims.html; time per stage {RESULTS}/report/runtimes.png; "
+          f"every figure in one page: snakemake --report {RESULTS}/report.html")

@@ -30,7 +30,7 @@ rule stats:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn stats {input.store:q} --out {output.table:q} --figure {output.figure:q} "
-        "--workers {threads} {params.dask} > {log:q} 2>&1"
+        "--workers {threads} {params.dask} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule reuse:
@@ -66,7 +66,7 @@ rule reuse:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts overlap formats "
-        "--frame-sizes {params.frames} --edge-lives {params.lives} --workers {threads} {params.dask} > {log:q} 2>&1"
+        "--frame-sizes {params.frames} --edge-lives {params.lives} --workers {threads} {params.dask} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule redundancy:
@@ -95,7 +95,7 @@ rule redundancy:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts redundancy "
-        "--batch-sizes {params.batches} --neighbors {params.k} --workers {threads} {params.dask} > {log:q} 2>&1"
+        "--batch-sizes {params.batches} --neighbors {params.k} --workers {threads} {params.dask} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule partitions:
@@ -123,7 +123,7 @@ rule partitions:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts partitions "
-        "--partition-workers {params.workers} --workers {threads} {params.dask} > {log:q} 2>&1"
+        "--partition-workers {params.workers} --workers {threads} {params.dask} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule cache:
@@ -156,7 +156,7 @@ rule cache:
         "python -m dynagnn analyze {input.store:q} --out-dir {params.outdir:q} --parts cache "
         "--cache-batch-size {params.batch} --cache-fanouts {params.fanouts} "
         "--cache-fractions {params.fractions} --cache-epochs {params.epochs} --workers {threads} {params.dask} "
-        "> {log:q} 2>&1"
+        "> {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule volume:
@@ -194,4 +194,4 @@ rule volume:
         "--partition-workers {params.workers} --neighbors {params.k} --volume-layers {params.layers} "
         "--volume-hidden {params.hidden} --volume-window {params.window} "
         "--volume-partitioners {params.partitioners} --volume-batch-size {params.batch} "
-        "--volume-memory-dim {params.mem} --workers {threads} {params.dask} > {log:q} 2>&1"
+        "--volume-memory-dim {params.mem} --workers {threads} {params.dask} > {log:q} 2>&1 && echo made: {output:q}"

@@ -43,6 +43,7 @@ wildcard_constraints:
     strategy="[a-z0-9_]+",
     device="cpu|cuda",
     workers="[0-9]+",
+    cores="[0-9]+",
 
 
 def dataset_inputs(wildcards):
@@ -97,8 +98,15 @@ if TRAIN_RUNS:
     _check_event_runs()
 
 
+def slot_of(wildcards):
+    """(workers, threads per process) of a training job's folder ``<strategy>-<workers>``: ``2`` is 2
+    workers of one torch thread each, ``1t2`` one worker of 2 threads (a run that sets threads)."""
+    workers, _, threads = str(wildcards.workers).partition("t")
+    return int(workers), int(threads or 1)
+
+
 def train_plan(wildcards):
-    return f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{wildcards.workers}.json"
+    return f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{slot_of(wildcards)[0]}.json"
 
 
 def train_inputs(wildcards):
@@ -109,44 +117,65 @@ def train_inputs(wildcards):
 
 
 def compared(wildcards, of=None):
-    """Strategies trained on (dataset, model, workers), in config order; ``of``: only that family's."""
+    """Strategies trained on (dataset, model) with ``workers`` workers of one thread, in config order;
+    ``of``: only that family's."""
     key = (wildcards.dataset, wildcards.model, str(wildcards.workers))
-    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], str(r["workers"])) == key
+    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], r["slot"]) == key
             and (of is None or family(r["strategy"])["family"] == of)]
 
 
-def compare_inputs(wildcards):
+def equal_hardware(wildcards):
+    """{label: run folder} of the runs of (dataset, model) on ``cores`` cores (workers × processes per
+    worker × threads): BLAD's 1 × 2 beside ESDG's 2 × 1 beside one process of 2 threads, never runs of
+    another size. A label is the strategy, with its slot where two runs share one."""
     base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
-    inputs = {s: f"{base}/{s}-{wildcards.workers}/metrics.parquet" for s in compared(wildcards)}
-    return {**inputs, "plan": train_plan(wildcards)}
+    runs = [r for r in TRAIN_RUNS if (r["dataset"], r["model"], r["cores"]) ==
+            (wildcards.dataset, wildcards.model, int(wildcards.cores))]
+    names = [r["strategy"] for r in runs]
+    return {(r["strategy"] if names.count(r["strategy"]) == 1 else f"{r['strategy']}@{r['slot']}"):
+            f"{base}/{r['strategy']}-{r['slot']}" for r in runs}
+
+
+def compare_plan(wildcards):
+    """The plan the group strategies among the compared runs trained by (none: no plan)."""
+    workers = sorted({r["workers"] for r in TRAIN_RUNS if (r["dataset"], r["model"], r["cores"]) ==
+                      (wildcards.dataset, wildcards.model, int(wildcards.cores))
+                      and family(r["strategy"])["needs_plan"]})
+    return [f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{workers[0]}.json"] if workers else []
+
+
+def compare_inputs(wildcards):
+    return [f"{d}/metrics.parquet" for d in equal_hardware(wildcards).values()] + compare_plan(wildcards)
 
 
 def compare_args(wildcards):
-    base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
-    return " ".join(f"{s}={base}/{s}-{wildcards.workers}" for s in compared(wildcards))
+    plan = compare_plan(wildcards)
+    return " ".join(f"{k}={d}" for k, d in equal_hardware(wildcards).items()) + (f" --plan {plan[0]}" if plan else "")
 
 
 def train_threads(wildcards):
-    return int(wildcards.workers) * family(wildcards.strategy)["procs_per_worker"]
+    """Cores of a training job: its processes (workers × processes per worker) × their torch threads."""
+    workers, threads = slot_of(wildcards)
+    return workers * family(wildcards.strategy)["procs_per_worker"] * threads
 
 
 def train_options_json(wildcards):
     for run in TRAIN_RUNS:
-        if (run["dataset"], run["model"], run["strategy"], str(run["workers"])) == (
+        if (run["dataset"], run["model"], run["strategy"], run["slot"]) == (
                 wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers):
             options = dict(run["options"])
             if family(wildcards.strategy)["needs_plan"]:
                 options["plan"] = train_plan(wildcards)
             return json.dumps(options, sort_keys=True)
-    raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy} on "
-                        f"{wildcards.workers} workers in config train.runs")
+    raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-"
+                        f"{wildcards.workers} in config train.runs")
 
 
 def train_nodes(wildcards):
     """Machines of a training job: launch.nodes under torchrun (a job of fewer workers takes one
     machine per worker), else 1."""
     launch = config.get("launch", {})
-    return min(int(launch.get("nodes", 1)), int(wildcards.workers)) if launch.get("torchrun") else 1
+    return min(int(launch.get("nodes", 1)), slot_of(wildcards)[0]) if launch.get("torchrun") else 1
 
 
 def train_cpus_per_task(wildcards):
@@ -156,7 +185,7 @@ def train_cpus_per_task(wildcards):
 
 def train_gpus(wildcards):
     """GPUs of a training job: one per worker on a CUDA device (BLAD's two processes share one), else 0."""
-    return int(wildcards.workers) if str(config["train"].get("device", "cpu")).startswith("cuda") else 0
+    return slot_of(wildcards)[0] if str(config["train"].get("device", "cpu")).startswith("cuda") else 0
 
 
 def train_launcher(wildcards):
@@ -164,8 +193,8 @@ def train_launcher(wildcards):
     launch = config.get("launch", {})
     if not launch.get("torchrun"):
         return "python -m dynagnn"
-    nodes, workers = train_nodes(wildcards), int(wildcards.workers)
-    procs = train_threads(wildcards)  # processes of the job: workers, or 2 per worker for BLAD's pair
+    nodes, workers = train_nodes(wildcards), slot_of(wildcards)[0]
+    procs = workers * family(wildcards.strategy)["procs_per_worker"]  # 2 per worker for BLAD's pair
     if workers % nodes:
         raise WorkflowError(f"launch.nodes {nodes} does not divide {workers} workers of "
                             f"{wildcards.dataset}/{wildcards.model}/{wildcards.strategy}")
@@ -205,12 +234,14 @@ def all_outputs():
         events = config["datasets"][d]["format"] not in NO_EVENTS
         outs += [f"{RESULTS}/{d}/analysis/{name}.parquet" for name in _ANALYSES if events or name not in _NEEDS_EVENTS]
     for run in TRAIN_RUNS:
-        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['workers']}/training.png")
-        # the family figure of a run's strategy (rules/train.smk): BLAD's runs beside the others of their
-        # workers (compare), BGL's data path beside its baselines (sampled), Sven beside DepComm and DepCache
+        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['slot']}/training.png")
+        # the family figure of a run's strategy (rules/train.smk): BLAD's runs beside the others on as
+        # many cores (compare-<cores>), BGL's data path beside its baselines (sampled-<workers>), Sven
+        # beside DepComm and DepCache (sven-<workers>)
         figure = family(run["strategy"])["figure"]
         if figure:
-            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{figure}-{run['workers']}.png")
+            size = run["cores"] if figure == "compare" else run["workers"]
+            outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{figure}-{size}.png")
     if SCHEDULE_RUNS:
         outs += [f"{RESULTS}/cost/{COST_DEVICE}/{name}" for name in ("profile.parquet", "predictor.json", "predicted_vs_measured.png")]
     for run in SCHEDULE_RUNS:

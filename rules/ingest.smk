@@ -17,4 +17,4 @@ rule ingest:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn ingest --spec {params.spec:q} --dataset {wildcards.dataset:q} "
-        "--out {output:q} --threads {threads} > {log:q} 2>&1"
+        "--out {output:q} --threads {threads} > {log:q} 2>&1 && echo made: {output:q}"

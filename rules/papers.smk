@@ -45,7 +45,7 @@ rule study_train:
         tasks_per_gpu=0,
     shell:
         "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
-        "--workers {params.workers} --threads 1 > {log:q} 2>&1"
+        "--workers {params.workers} --threads 1 > {log:q} 2>&1 && echo made: {output:q}"
 
 
 # PiPAD Fig. 10 (the speed-up ladder), ESDG §3.1 (peak memory against checkpoint blocks): a study's
@@ -77,7 +77,7 @@ rule study:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn study {params.runs} --out {output.table:q} --figure {output.figure:q} "
-        "--title {params.title:q} > {log:q} 2>&1"
+        "--title {params.title:q} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 # BLAD §7.3 (Fig. 14): the strategies trained on P workers reach sequential's accuracy.
@@ -104,4 +104,4 @@ rule accuracy:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn study {params.runs} --out {output.table:q} --figure {output.figure:q} "
-        "--title {params.title:q} > {log:q} 2>&1"
+        "--title {params.title:q} > {log:q} 2>&1 && echo made: {output:q}"

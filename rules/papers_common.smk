@@ -68,3 +68,21 @@ def claim_inputs():
     targets = [t for t in all_outputs() + paper_outputs() if t.endswith((".png", ".parquet"))]
     tables = dict.fromkeys(t if t.endswith(".parquet") else t[: -len(".png")] + ".parquet" for t in targets)
     return [str(p) for p in claim_tables(tables, RESULTS)]
+
+
+def made_lines():
+    """What this run made, a line per kind, with where (for the last lines of a run)."""
+    outs = [o for o in all_outputs() + paper_outputs() if os.path.exists(o)]
+    kinds = [("stores", lambda o: o.endswith("store.zarr")),
+             ("training runs", lambda o: o.endswith("training.png")),
+             ("plans", lambda o: os.path.basename(o).startswith("plan-") and o.endswith(".json")),
+             ("analysis tables", lambda o: "analysis" in o.split(os.sep) and o.endswith(".parquet")),
+             ("figures", lambda o: o.endswith(".png"))]
+    lines = []
+    for name, kind in kinds:
+        hits = [o for o in outs if kind(o)]
+        if hits:
+            where = os.path.commonpath(hits) if len(hits) > 1 else hits[0]
+            lines.append(f"  {len(hits):3d} {name:16s} under {where}")
+    return lines
+

@@ -34,4 +34,4 @@ rule profile:
     shell:
         "python -m dynagnn profile --device {wildcards.device} --out-dir {params.out_dir:q} --grid {params.grid} "
         "--stores {input.stores:q} --models {params.models} --hidden {params.hidden} --threads {params.torch_threads} "
-        "--repeats {params.repeats} --seed {params.seed} > {log:q} 2>&1"
+        "--repeats {params.repeats} --seed {params.seed} > {log:q} 2>&1 && echo made: {output:q}"

@@ -25,7 +25,7 @@ rule claims:
         "../envs/dynagnn.yaml"
     shell:
         "python -m dynagnn claims {input:q} --results {params.results:q} --out {output.table:q} "
-        "--html {output.html:q} > {log:q} 2>&1"
+        "--html {output.html:q} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 rule runtimes:
@@ -49,4 +49,5 @@ rule runtimes:
     conda:
         "../envs/dynagnn.yaml"
     shell:
-        "python -m dynagnn runtimes {params.bench:q} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
+        "python -m dynagnn runtimes {params.bench:q} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1 && echo made: {output:q}"
+

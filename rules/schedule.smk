@@ -34,4 +34,4 @@ rule schedule:
         "python -m dynagnn schedule {input.store:q} --predictor {input.predictor:q} --model {wildcards.model} "
         "--workers {wildcards.workers} --window {params.window} --hidden {params.hidden} --task {params.task} "
         "--stats {input.stats:q} --pipeline-depth {params.depth} "
-        "--overlap {input.overlap:q} --out {output.plan:q} --figure {output.figure:q} > {log:q} 2>&1"
+        "--overlap {input.overlap:q} --out {output.plan:q} --figure {output.figure:q} > {log:q} 2>&1 && echo made: {output:q}"

@@ -1,6 +1,8 @@
 # Train: one model with one strategy on one dataset's store on `workers` processes
-# -> metrics, timings, bytes per collective, model, figure under <dataset>/<model>/<strategy>-<workers>/.
-# The job holds one core per worker; each worker process runs one torch thread. With
+# -> metrics, timings, bytes per collective, model, figure under <dataset>/<model>/<strategy>-<workers>/,
+# `<workers>` being the workers (`2`), or workers and torch threads per process where a run sets threads
+# (`1t2`: one worker of 2 threads).
+# The job holds a core per thread of each process (one thread each by default). With
 # `launch: {torchrun: true, nodes: M}` (the SLURM profile) the job is M machines and srun starts one
 # torchrun per machine, which starts workers/M processes that join one group:
 #   srun torchrun --nnodes M --nproc-per-node P/M --rdzv-backend c10d --rdzv-endpoint HEAD:PORT -m dynagnn train ...
@@ -11,6 +13,8 @@ import os
 
 
 rule train:
+    wildcard_constraints:
+        workers="[0-9]+(t[0-9]+)?",  # the slot: workers, and torch threads per process where a run sets them
     input:
         unpack(train_inputs),
     output:
@@ -33,6 +37,8 @@ rule train:
         options=train_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
         launcher=train_launcher,
+        workers=lambda wildcards: slot_of(wildcards)[0],
+        threads=lambda wildcards: slot_of(wildcards)[1],
     conda:
         "../envs/dynagnn.yaml"
     resources:
@@ -44,33 +50,34 @@ rule train:
         tasks_per_gpu=0,
     shell:
         "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
-        "--workers {wildcards.workers} --threads 1 > {log:q} 2>&1"
+        "--workers {params.workers} --threads {params.threads} > {log:q} 2>&1 && echo made: {output:q}"
 
 
-# BLAD Figs. 12, 15, 16: every strategy trained on a (dataset, model, workers) side by side, measured
-# against the schedule plan's predicted epoch time, sync-wait share and operator-overlap share.
+# BLAD Figs. 12, 15, 16: the strategies trained on a (dataset, model) on the same cores side by side
+# (BLAD's 1 worker x 2 processes, ESDG's 2 x 1, one process of 2 threads: equal hardware, never a run of
+# another size), measured against the schedule plan's predicted epoch time, sync-wait and overlap shares.
 rule compare:
     input:
-        unpack(compare_inputs),
+        compare_inputs,
     output:
-        table=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.parquet",
+        table=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{cores}}.parquet",
         figure=report(
-            f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.png",
+            f"{RESULTS}/{{dataset}}/{{model}}/compare-{{cores}}.png",
             caption="../workflow/report/compare.rst",
             category="Training",
             subcategory="{dataset}",
         ),
-        pdf=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{workers}}.pdf",
+        pdf=f"{RESULTS}/{{dataset}}/{{model}}/compare-{{cores}}.pdf",
     log:
-        f"{RESULTS}/logs/compare/{{dataset}}/{{model}}/compare-{{workers}}.log",
+        f"{RESULTS}/logs/compare/{{dataset}}/{{model}}/compare-{{cores}}.log",
     threads: 1
     params:
         runs=compare_args,
     conda:
         "../envs/dynagnn.yaml"
     shell:
-        "python -m dynagnn compare {params.runs} --plan {input.plan:q} --out {output.table:q} "
-        "--figure {output.figure:q} > {log:q} 2>&1"
+        "python -m dynagnn compare {params.runs} --out {output.table:q} "
+        "--figure {output.figure:q} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 # BGL (issue 16): sampled training's data path side by side, for the sampled family's strategies trained
@@ -99,7 +106,7 @@ rule sampled_figure:
     conda:
         "../envs/dynagnn.yaml"
     shell:
-        "python -m dynagnn compare-sampled {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
+        "python -m dynagnn compare-sampled {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1 && echo made: {output:q}"
 
 
 # Sven (issue 15): the tgnn strategies trained on a (dataset, model, workers) side by side: bytes per
@@ -126,4 +133,4 @@ rule sven_figure:
     conda:
         "../envs/dynagnn.yaml"
     shell:
-        "python -m dynagnn compare-sven {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1"
+        "python -m dynagnn compare-sven {params.runs} --out {output.table:q} --figure {output.figure:q} > {log:q} 2>&1 && echo made: {output:q}"

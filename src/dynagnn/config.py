@@ -216,7 +216,10 @@ def keys_for(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
 def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (dataset, model, strategy, workers) the config trains, with its options: the shared keys
     and the strategy's own, section defaults overridden by the run's (a key reaches only the
-    strategies that take it)."""
+    strategies that take it); ``threads`` per process (the run's option, else 1), ``slot`` (its
+    folder's suffix: ``2``, or ``1t2`` with threads) and ``cores`` (workers × processes per worker ×
+    threads: what the compare rule pairs runs by)."""
+    keys = _train_keys()
     section = cfg.get("train", {})
     base = {k: v for k, v in section.items() if k != "runs"}
     out = []
@@ -224,11 +227,15 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         opts = {**base, **run.get("options", {})}
         for model in run.get("models") or [opts["model"]]:
             for strategy in run.get("strategies") or [opts["strategy"]]:
+                ppw = keys.strategy_class(strategy).procs_per_worker
+                threads = int(opts.get("threads") or 1)
                 for workers in run.get("workers") or [opts.get("workers", 1)]:
-                    out.append({"dataset": run["dataset"], "model": model, "strategy": strategy,
-                                "workers": int(workers),
+                    w = int(workers)
+                    out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": w,
+                                "threads": threads, "slot": f"{w}" if threads == 1 else f"{w}t{threads}",
+                                "cores": w * ppw * threads,
                                 "options": {**keys_for(strategy, opts), "model": model, "strategy": strategy,
-                                            "workers": int(workers)}})
+                                            "workers": w}})
     return out
 
 

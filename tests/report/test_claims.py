@@ -128,3 +128,38 @@ def test_ratio_over_zero_is_undefined_not_an_error(tmp_path):
     row = _rows(t, "FIFO with proximity order").iloc[0]
     assert np.isnan(row["ours"]) and row["status"] == "undefined here (a ratio over zero)"
     assert _rows(t, "a static cache of 10%").iloc[0]["ours"] == 0.0
+
+
+def _run(folder, epoch_s, processes, threads=1, cores=2):
+    """A finished run's metrics and timings: 3 epochs of ``epoch_s`` seconds, timed on ``processes``
+    processes of ``threads`` threads on ``cores`` cores (what the engine records)."""
+    metrics = pd.DataFrame({"epoch": [0, 1, 2], "loss": [1.0, 0.9, 0.8], "train_seconds": [epoch_s] * 3,
+                            "val_auc": [0.5, 0.6, 0.7], "best": [False, False, True],
+                            "processes": processes, "threads": threads, "cores": cores,
+                            "oversubscribed": processes * threads > cores})
+    timings = pd.DataFrame({"epoch": [1, 2], "worker": [0, 0], "phase": ["graph_op", "graph_op"],
+                            "seconds": [epoch_s, epoch_s]})
+    _write(folder / "metrics.parquet", metrics)
+    _write(folder / "timings.parquet", timings)
+    return f"{folder.name.rsplit('-', 1)[0]}={folder}"
+
+
+def test_an_oversubscribed_run_is_no_evidence(tmp_path):
+    """BLAD at 2 workers x 2 processes on 2 cores (4 processes) is shown, never as a ratio; the same
+    comparison on equal hardware (1 x 2 beside 2 x 1) gives one."""
+    base = tmp_path / "d" / "m"
+    over = [_run(base / "snapshot-2", 2.0, 2), _run(base / "group-2", 1.0, 4)]
+    assert main(["-q", "compare", *over, "--out", str(base / "compare-2.parquet"),
+                 "--figure", str(base / "compare-2.png")]) == 0
+    row = pd.read_parquet(base / "compare-2.parquet").set_index("strategy").loc["group"]
+    assert (row["processes"], row["threads"], row["cores"], bool(row["oversubscribed"])) == (4, 1, 2, True)
+    t = claims_table([base / "compare-2.parquet"], tmp_path)
+    esdg = _rows(t, "epoch time: BLAD over ESDG").iloc[0]
+    assert np.isnan(esdg["ours"]) and np.isnan(esdg["ratio"])
+    assert esdg["status"] == "oversubscribed: not evidence (group: 4 processes × 1 threads on 2 cores)"
+    assert "oversubscribed: not evidence" in claims_html(t)
+    equal = [_run(base / "snapshot-2", 2.0, 2), _run(base / "group-1", 1.6, 2)]
+    assert main(["-q", "compare", *equal, "--out", str(base / "compare-2.parquet"),
+                 "--figure", str(base / "compare-2.png")]) == 0
+    esdg = _rows(claims_table([base / "compare-2.parquet"], tmp_path), "epoch time: BLAD over ESDG").iloc[0]
+    assert esdg["ours"] == pytest.approx(2.0 / 1.6) and esdg["status"].startswith("needs a GPU")

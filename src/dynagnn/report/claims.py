@@ -62,14 +62,24 @@ class Claim:
 
 # ---- what ours is, from each kind of table -------------------------------------------------------
 
+class Oversubscribed(Exception):
+    """A claim would read a run that had more threads than cores: its time is not evidence."""
+
+
 def _one(df: pd.DataFrame, column: str, **where) -> float:
-    """The value of ``column`` in the single row matching ``where`` (LookupError when none does)."""
+    """The value of ``column`` in the single row matching ``where`` (LookupError when none does;
+    :class:`Oversubscribed` when that row's run had more threads than cores)."""
     sel = df
     for key, value in where.items():
         sel = sel[sel[key] == value]
     if sel.empty:
         raise LookupError(", ".join(f"{k} {v}" for k, v in where.items()))
-    return float(sel[column].iloc[0])
+    row = sel.iloc[0]
+    if "oversubscribed" in sel and bool(row["oversubscribed"]):
+        raise Oversubscribed(f"oversubscribed: not evidence ({', '.join(f'{v}' for v in where.values())}: "
+                             f"{int(row['processes'])} processes × {int(row['threads'])} threads on "
+                             f"{int(row['cores'])} cores)")
+    return float(row[column])
 
 
 def _closest(values: Iterable[float], target: float, what: str = "rows") -> float:
@@ -394,7 +404,8 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
     """One row per claim and table among ``paths`` (files under ``results``) that the claim reads, in
     registry order; ``status``: ``measured``, ``needs a GPU (this run: cpu)``, ``not in this table
     (...)`` when the table lacks the rows the claim needs, ``undefined here`` for a ratio over zero
-    (tiny data), or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is not a readable Parquet table."""
+    (tiny data), ``oversubscribed: not evidence (...)`` when a run it reads had more threads than
+    cores, or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is not a readable Parquet table."""
     root = Path(results)
     tables: dict[PurePosixPath, Path] = {}
     for p in paths:
@@ -424,6 +435,8 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
                     ours, status = float(claim.ours(df, rel)), "measured"
             except LookupError as exc:
                 ours, status = np.nan, f"not in this table ({exc})"
+            except Oversubscribed as exc:  # shown, never as a ratio
+                ours, status = np.nan, str(exc)
             except ZeroDivisionError:
                 ours, status = np.inf, "measured"
             if status == "measured" and not np.isfinite(ours):  # e.g. a ratio over a zero hit ratio

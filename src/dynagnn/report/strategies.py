@@ -11,6 +11,11 @@ strategies that run a plan, what the plan predicted for each:
 - overlap share: the plan's operator order's compute/memory overlap (BLAD), or the default order's
   (BLAD-NM, BLAD-Even).
 
+The workflow compares runs on equal hardware: the runs of a (dataset, model) that use the same
+cores (processes × threads: BLAD's 1 worker × 2 processes beside ESDG's 2 workers × 1 beside one
+process of 2 threads). Each row says what it was timed on (``processes``, ``threads``, ``cores``) and
+whether it was ``oversubscribed``, which the claims table then refuses as evidence.
+
 ``replanned_epoch_s``: the epoch predicted by the plan the run re-made from the times measured in
 its second epoch (the first when it ran two; group, blad_nm; option ``replan``), which the later
 epochs followed.
@@ -23,12 +28,12 @@ import pandas as pd
 
 PLANNED = {"group": "balanced", "blad_nm": "balanced", "blad_even": "even", "group_frames": "balanced"}
 COLUMNS = ["strategy", "epochs", "epoch_s", "predicted_epoch_s", "replanned_epoch_s", "sync_share", "predicted_sync_share",
-           "overlap_share", "predicted_overlap_share", "best_val"]
+           "overlap_share", "predicted_overlap_share", "best_val", "processes", "threads", "cores", "oversubscribed"]
 
 
 def predicted(plan, strategy: str) -> dict[str, float]:
     """The plan's predicted epoch, sync share and overlap share for a group strategy (else NaN)."""
-    kind = PLANNED.get(strategy)
+    kind = PLANNED.get(strategy.partition("@")[0])  # "group@1": a label that also names the run
     if kind is None:
         return {"predicted_epoch_s": np.nan, "predicted_sync_share": np.nan, "predicted_overlap_share": np.nan}
     procs = plan.processes if kind == "balanced" else plan.baseline_processes
@@ -52,7 +57,19 @@ def measured(metrics: pd.DataFrame, timings: pd.DataFrame) -> dict[str, float]:
             "sync_share": float(t.loc[t["phase"] == "sync_wait", "seconds"].sum() / total) if total > 0 else 0.0,
             "overlap_share": float(m["overlap_share"].median()) if "overlap_share" in m else np.nan,
             "replanned_epoch_s": float(metrics["planned_epoch_s"].iloc[-1]) if "planned_epoch_s" in metrics else np.nan,
-            "best_val": float(metrics.loc[metrics["best"], primary[0]].iloc[0]) if primary else np.nan}
+            "best_val": float(metrics.loc[metrics["best"], primary[0]].iloc[0]) if primary else np.nan,
+            **hardware(metrics)}
+
+
+def hardware(metrics: pd.DataFrame) -> dict:
+    """The processes, threads per process and cores a run was timed on, and whether it was
+    oversubscribed (more threads than cores: its times are not evidence); unknown (NaN, False) for a
+    run written before these were recorded."""
+    if "oversubscribed" not in metrics:
+        return {"processes": np.nan, "threads": np.nan, "cores": np.nan, "oversubscribed": False}
+    last = metrics.iloc[-1]
+    return {"processes": int(last["processes"]), "threads": int(last["threads"]), "cores": int(last["cores"]),
+            "oversubscribed": bool(last["oversubscribed"])}
 
 
 def strategy_table(plan, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
