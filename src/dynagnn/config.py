@@ -275,7 +275,7 @@ def check_dataset(name: str, spec: dict[str, Any]) -> None:
     where = f"config key datasets.{name}"
     if fmt == "synthetic":
         if "generator" not in spec:
-            raise ConfigError(f"{where}: format synthetic needs a generator (blad, esdg or churn)")
+            raise ConfigError(f"{where}: format synthetic needs a generator (blad, esdg, churn or bgl)")
     elif not spec.get("path"):
         raise ConfigError(f"{where}: format {fmt} needs a path")
     win = spec.get("snapshots", {})
