@@ -77,7 +77,7 @@ class Pipelining(Options):
         "auto", "prepare the next frame (frames) or snapshot (sequential, PiPAD's -A) while this one computes; "
         "auto = off for sequential; for frames (and group_frames) on until the tuner freezes S, then kept only "
         "where its trial windows run faster with it than prepared inline (on a CPU the producer thread competes "
-        "for the cores)", enum=["auto", "on", "off"])
+        "for the cores); the tgnn strategies prefetch the next batch's share unless off", enum=["auto", "on", "off"])
 
 
 @dataclass(frozen=True)
