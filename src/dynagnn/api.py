@@ -75,12 +75,13 @@ def with_plan(store_path: Path, config, folder: Path):
     return config
 
 
-def train(store_path, out, config, resume=None, progress: bool = True):
+def train(store_path, out, config, resume=None, progress: bool = True, overwrite: bool = False):
     """:func:`dynagnn.train.engine.train` with a plan made at start where the run's strategy trains
     by one and names none (:func:`plan_at_start`; the plan lives in a temporary folder for the run).
+    ``overwrite``: replace a finished run of another model, strategy, store or config in ``out``.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
     from dynagnn.train.engine import train as train_stage
 
     with tempfile.TemporaryDirectory(prefix="dynagnn-plan-") as folder:
         config = with_plan(Path(store_path), config, Path(folder))
-        return train_stage(store_path, out, config, resume=resume, progress=progress)
+        return train_stage(store_path, out, config, resume=resume, progress=progress, overwrite=overwrite)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from ..atomic import remove_stale_temporaries, remove_stale_temporaries_in
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def stats_stage(store_path: str | Path, out: str | Path, client=None, progress: 
     from ..tables import write_table
     from .stats import compute_stats
 
+    remove_stale_temporaries(out)  # what a killed run left (dynagnn.atomic)
     store = open_store(store_path)
     t0 = time.perf_counter()
     df = compute_stats(store_path, client, progress=progress)
@@ -146,9 +148,10 @@ def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Se
     from ..data.store import open_store
     from ..tables import write_table
 
+    out = Path(out_dir)
+    remove_stale_temporaries_in(out)  # what a killed run left (dynagnn.atomic)
     store = open_store(store_path)
     parts, options = fit_to_store(store, parts, options or AnalysisOptions())
-    out = Path(out_dir)
     tables = {}
     todo = [p for p in ANALYSES if p in parts]
     for i, part in enumerate(todo, 1):

@@ -25,9 +25,9 @@ def add_train(sub, options: bool = True) -> None:
                                     "held-out time steps, early stopping. Writes metrics.parquet (per epoch), "
                                     "timings.parquet (per epoch, worker and phase), comm.parquet (bytes per "
                                     "epoch, worker and collective), model.pt (best epoch) and training.png in "
-                                    "--out-dir. Strategies: sequential (1 worker), vertex (vertices split by "
-                                    "METIS or hash, halo exchange), snapshot (ESDG: a step's snapshots split, "
-                                    "two all-to-alls per layer). --workers N spawns N local processes (gloo on "
+                                    "--out-dir. Strategies: --strategy names one of the registered strategies "
+                                    "(sequential by default; their options below say which take them). "
+                                    "--workers N spawns N local processes (gloo on "
                                     "CPU, nccl on GPU); under torchrun the process joins torchrun's group "
                                     "instead (torchrun --nnodes M --nproc-per-node P -m dynagnn train ...). "
                                     "Options come from --options (JSON, what the workflow passes), then "
@@ -57,6 +57,9 @@ def add_train(sub, options: bool = True) -> None:
     tr.add_argument("--graph-input", help="tgcn: xh (default: its gates convolve [X_t ‖ H_{t-1}]) or x (only X_t, "
                                           "as PyG Temporal's TGCN; frames can reuse Â_t X_t)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
+    tr.add_argument("--overwrite", action="store_true",
+                    help="replace a finished run of another model, strategy, store or config in --out-dir "
+                         "(refused without it)")
     if options:
         add_option_flags(tr)
 
@@ -141,7 +144,8 @@ def cmd_train(args) -> None:
     config = TrainConfig.from_dict(options, "--options", names)
     check_device(config.device, "--device" if args.device else "--options device")
     t0 = time.perf_counter()
-    result = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet)
+    result = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet,
+                   overwrite=args.overwrite)
     if result is None:  # a rank other than 0 of a torchrun job: rank 0 reports and draws
         return
     metrics, _ = result

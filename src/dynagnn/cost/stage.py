@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..atomic import remove_stale_temporaries_in
 from ..data.store import open_store
 from ..errors import ConfigError
 from .models import model_calls, model_widths
@@ -105,6 +106,7 @@ def profile_stage(out_dir: str | Path, *, device: str = "cpu", grid: str = "auto
     """Profile, fit and write ``profile.parquet`` and ``predictor.json`` in ``out_dir``; returns (profile
     table, predictor, held-out table: what ``report.figures.predicted_vs_measured`` draws)."""
     out_dir = Path(out_dir)
+    remove_stale_temporaries_in(out_dir)  # what a killed run left (dynagnn.atomic)
     g = stage_grid(grid, stores=stores, widths=widths, models=models, hidden=hidden)
     log.info("grid %s: N %s, degree %s, widths %s, operators %s (%d shapes)", grid, g.vertices, g.degrees,
              g.widths, ", ".join(g.operators), len(g.points()))

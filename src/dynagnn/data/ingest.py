@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import remove_stale_temporaries, unwritable_reason
+from ..atomic import remove_stale_temporaries, replace_refusal, unwritable_reason
 from ..errors import ConfigError, InputError, StoreError
 from . import discretize, sources, synthetic
 from .checks import check_graph
@@ -54,6 +54,8 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     t0 = time.perf_counter()
     out = Path(out)
     check_writable(out)
+    for stale in remove_stale_temporaries(out):
+        log.info("removed %s, left by an ingest that no longer runs", stale)
     raw, generated_sum = load_raw(spec)
     raw.name = name or raw.name
     log.info("read %s: %d nodes, %s events, %s source snapshots in %.2fs", raw.name, raw.num_nodes,
@@ -99,8 +101,6 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     if generated_sum:
         record["source_checksum"] = generated_sum
     t2 = time.perf_counter()
-    for stale in remove_stale_temporaries(out):
-        log.info("removed %s, left by an ingest that no longer runs", stale)
     try:
         path = write_store(out, raw, snaps, x, spec=record, threads=threads)
     except OSError as exc:
@@ -110,11 +110,13 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
 
 
 def check_writable(out: Path) -> None:
-    """Refuse an output the store cannot be written to, before any input is read: ``out`` is a file,
-    or its nearest existing folder is not a folder or cannot be written (the store's temporary
-    sibling and missing parents are created there)."""
-    if out.exists() and not out.is_dir():
-        raise StoreError(f"{out}: a file is in the way of the store (a directory)")
+    """Refuse an output the store cannot be written to, before any input is read: ``out`` is a file
+    or a folder that is not a store (:func:`dynagnn.atomic.replace_refusal`: a store replaces only a
+    store or an empty folder), or its nearest existing folder is not a folder or cannot be written
+    (the store's temporary sibling and missing parents are created there)."""
+    reason = replace_refusal(out, "store")
+    if reason:
+        raise StoreError(reason)
     reason = unwritable_reason(out)
     if reason:
         raise StoreError(f"{out}: cannot write the store: {reason}")

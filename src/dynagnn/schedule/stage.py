@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..atomic import remove_stale_temporaries
 from ..cost.models import ELEMENTWISE
 from ..errors import ConfigError, CostError, InputError
 from .plan import SchedulePlan, build_plan
@@ -216,6 +217,8 @@ def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model:
     from ..cost.predictor import Predictor
     from ..data.store import open_store
 
+    if out is not None:
+        remove_stale_temporaries(out)  # what a killed run left (dynagnn.atomic)
     plan = plan_store(open_store(store_path), Predictor.load(predictor_path), model=model, workers=workers,
                       window=window, hidden=hidden, stats=stats, overlap=overlap, strategy=strategy,
                       balance_method=balance_method, memory_bytes=memory_bytes, groups=groups,

@@ -20,16 +20,28 @@ worker), ``model.pt`` (the best epoch's weights with the
 fingerprint of the model, task, data and hyper-parameters; for the event models also ``buffers``,
 every node's memory and mailbox as that epoch's test pass left them, which weights alone cannot
 rebuild). All are written to temporary names and
-renamed only once training has finished, so a failed run (NaN loss, bad input, a dead worker) leaves
-earlier outputs as they were.
+renamed only once training has finished on every worker (a collective after ``fit``: a worker that
+failed or died, or whose launcher is gone, means rank 0 publishes nothing), so a failed run (NaN loss,
+bad input, a dead worker) leaves earlier outputs as they were.
+
+The out-dir is checked before training (:func:`out_dir_refusal`): it is new, empty, or a training
+run's (only :data:`RUN_FILES`), and a finished run there of another model, strategy, store or options
+is replaced only with ``overwrite`` (``train --overwrite``). A disk that fills while the outputs are
+written is named ("no space left on device", the path), the out-dir is left as it was, and the trained
+run is kept in ``$DYNAGNN_RESCUE_DIR`` (default ``<temporary folder>/dynagnn-rescue``), whose path the
+error names.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
 import logging
 import math
+import multiprocessing
+import os
+import tempfile
 import time
 import warnings
 import zipfile
@@ -41,15 +53,15 @@ import torch
 from tqdm.auto import tqdm
 
 from dynagnn.allocator import keep_freed_heap
-from dynagnn.atomic import write_all
+from dynagnn.atomic import folder_refusal, remove_stale_temporaries_in, replace_refusal, write_all
 from dynagnn.data.store import SnapshotStore, open_store
 from dynagnn.distributed.comm import Comm
 from dynagnn.distributed.context import DistContext
-from dynagnn.distributed.launch import check_workers, launch, under_torchrun
-from dynagnn.errors import ConfigError, DynagnnError
+from dynagnn.distributed.launch import available_cores, check_workers, launch, under_torchrun
+from dynagnn.errors import ConfigError, DynagnnError, one_line
 from dynagnn.tables import write_parquet
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.run_config import TrainConfig
+from dynagnn.train.run_config import TrainConfig, shared_fields
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +88,15 @@ def check_run(strategy, store: SnapshotStore, workers: int, model=None) -> None:
     if model is None:
         model = strategy.build_model(strategy.input_dim(store))
     strategy.check(model, store.num_nodes, workers)
+
+
+def hardware(ctx: DistContext) -> dict:
+    """What a run's timings were measured on, for metrics.parquet: the processes on this machine, the
+    torch threads of each and the machine's cores; ``oversubscribed`` when processes × threads exceed
+    the cores, so that its epoch times are not evidence of one strategy against another."""
+    procs = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))  # torchrun: this machine's share
+    threads, cores = torch.get_num_threads(), available_cores()
+    return {"processes": procs, "threads": threads, "cores": cores, "oversubscribed": procs * threads > cores}
 
 
 class Trainer:
@@ -156,6 +177,7 @@ class Trainer:
         c = self.config
         rows = []
         best, best_state, since = None, None, 0
+        hw = hardware(self.ctx)
         bar = tqdm(range(c.epochs), desc=f"{c.model}/{c.strategy}", disable=not self.progress, leave=False)
         for epoch in bar:
             start = time.perf_counter()
@@ -167,7 +189,7 @@ class Trainer:
             val = self.evaluate(self.split.val)
             test = self.evaluate(self.split.test)
             self._count_comm(epoch, "eval")
-            row = {"epoch": epoch, "loss": loss, "train_seconds": seconds, **extra}
+            row = {"epoch": epoch, "loss": loss, "train_seconds": seconds, **extra, **hw}
             row.update({f"val_{k}": v for k, v in val.items()})
             row.update({f"test_{k}": v for k, v in test.items()})
             rows.append(row)
@@ -279,40 +301,222 @@ def _unloadable(path: Path, exc: Exception) -> str:
     return f"torch.load failed ({detail})"
 
 
-def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress, checked=False):
-    """One process's share of :func:`train`; rank 0 writes the outputs and returns the frames."""
+# The files of a training run's out-dir: what _train_here writes, and the CLI's figure beside them.
+RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "training.png", "training.pdf")
+# Keys of a run's config that tune how it trains, not which run it is (the model, its widths and task,
+# the strategy and its options, the workers, the store): a finished run that differs only in them is
+# this run again, replaced with a warning naming them (the plan is a path: a temporary one for a plan
+# made at start).
+TUNING_KEYS = ("lr", "weight_decay", "epochs", "patience", "warmup_epochs", "seed", "device", "threads", "plan")
+# Where a run's outputs go when its out-dir cannot take them (a full disk): this variable, else
+# <the system's temporary folder>/dynagnn-rescue.
+RESCUE_ENV = "DYNAGNN_RESCUE_DIR"
+
+
+def _run_found(metrics: Path) -> dict | str:
+    """The identity of the finished run whose ``metrics.parquet`` this is ({model, strategy, config,
+    store_checksum, epochs}), or why it is not one a training run wrote."""
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(metrics)
+        rows = pq.ParquetFile(metrics).metadata.num_rows
+    except Exception as exc:  # noqa: BLE001 (pyarrow's errors are of many kinds)
+        return f"unreadable as Parquet ({one_line(exc)})"
+    meta = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (schema.metadata or {}).items()}
+    if "dynagnn.model" not in meta or "dynagnn.config" not in meta:
+        return "a table without the dynagnn.model and dynagnn.config metadata a training run writes"
+    try:
+        config = json.loads(meta["dynagnn.config"])
+    except ValueError:
+        config = None
+    if not isinstance(config, dict):
+        return "its dynagnn.config metadata is not a JSON object"
+    return {"model": meta["dynagnn.model"], "strategy": meta.get("dynagnn.strategy", ""), "config": config,
+            "store_checksum": meta.get("dynagnn.store_checksum", ""), "epochs": rows}
+
+
+def _differences(found: dict, config: TrainConfig, checksum: str) -> tuple[list[str], list[str]]:
+    """How the finished run ``found`` differs from this one, in words: (what makes it another run,
+    the :data:`TUNING_KEYS` that differ)."""
+    new = json.loads(json.dumps(config.as_dict(), default=str))
+    diffs = [f"{key} {found[key]} (this run: {value})" for key, value in
+             (("model", config.model), ("strategy", config.strategy)) if found[key] != value]
+    if found["store_checksum"] != checksum:
+        diffs.append(f"another store (checksum {found['store_checksum'][:12] or 'none'}, this run's {checksum[:12]})")
+    old, tuning = found["config"], []
+    keys = set(old) | set(new)
+    if found["strategy"] != config.strategy:  # another strategy's options are not this one's to compare
+        keys &= set(shared_fields())
+    for key in sorted(keys):
+        if key in ("model", "strategy") or old.get(key) == new.get(key):
+            continue
+        words = f"{key} {json.dumps(old.get(key))} (this run: {json.dumps(new.get(key))})"
+        (tuning if key in TUNING_KEYS else diffs).append(words)
+    return diffs, tuning
+
+
+def out_dir_refusal(out: str | Path, config: TrainConfig, checksum: str, overwrite: bool = False,
+                    resume: str | Path | None = None) -> str | None:
+    """Why this run may not write its outputs into ``out``, or None; asked before it trains.
+
+    ``out`` must be absent, empty, or a training run's out-dir (only :data:`RUN_FILES`, none of them a
+    folder: :func:`dynagnn.atomic.folder_refusal`); a finished run there (its ``metrics.parquet``) of
+    another model, strategy, store or config (the :data:`TUNING_KEYS` aside: those are logged), or a
+    metrics.parquet no run wrote, is replaced only with ``overwrite``. Resuming from the run's own
+    model.pt continues it."""
+    out = Path(out)
+    reason = folder_refusal(out, RUN_FILES, "a training run's out-dir")
+    if reason:
+        return reason
+    for name in RUN_FILES:
+        reason = replace_refusal(out / name, "file")
+        if reason:
+            return reason
+    metrics = out / "metrics.parquet"
+    if overwrite or not metrics.is_file():
+        return None
+    if resume is not None and Path(resume).resolve() == (out / "model.pt").resolve():
+        return None
+    found = _run_found(metrics)
+    if isinstance(found, str):
+        return (f"--out-dir {out} holds {metrics.name}, {found}; nothing was changed: give another --out-dir, "
+                "or --overwrite to replace it")
+    diffs, tuning = _differences(found, config, checksum)
+    if not diffs:
+        if tuning:
+            log.warning("replacing the finished run in %s (same model, strategy, store and options) with "
+                        "other tuning: %s", out, "; ".join(tuning))
+        return None
+    more = f" and {len(diffs) - 4} more" if len(diffs) > 4 else ""
+    epochs = f"{found['epochs']} epoch{'' if found['epochs'] == 1 else 's'}"
+    return (f"--out-dir {out} holds a finished run of {found['model']}/{found['strategy']} ({epochs} "
+            f"in its metrics.parquet) that differs from this one: {'; '.join(diffs[:4])}{more}; nothing "
+            f"was changed: give another --out-dir, or --overwrite to replace that run")
+
+
+def prepare_out_dir(out: str | Path, config: TrainConfig, checksum: str, overwrite: bool = False,
+                    resume: str | Path | None = None) -> None:
+    """Refuse an out-dir this run may not write (:func:`out_dir_refusal`, ConfigError) and remove the
+    temporaries a killed run left in it; before training starts."""
+    reason = out_dir_refusal(out, config, checksum, overwrite, resume)
+    if reason:
+        raise ConfigError(reason)
+    _remove_stale(out)
+
+
+def _remove_stale(out: Path) -> None:
+    for stale in remove_stale_temporaries_in(out):
+        log.info("removed %s, left by a training run that no longer runs", stale)
+
+
+def _launcher_alive() -> bool:
+    """Whether the process that spawned this one still runs (True where none did: one process, torchrun)."""
+    parent = multiprocessing.parent_process()
+    return parent is None or parent.is_alive()
+
+
+def _job_succeeded(trainer: "Trainer") -> None:
+    """Return only when every worker of the job finished its training (``fit`` returned, the
+    strategy closed) and its launcher still runs: a collective after ``fit`` on every rank, so that
+    rank 0 publishes nothing when a worker failed or died (it never comes here: the collective fails
+    or the launcher stops rank 0). One process: nothing to wait for."""
+    if not trainer.ctx.distributed:
+        return
+    alive = trainer.comm.all_gather_object(_launcher_alive())
+    if not all(alive):
+        gone = ", ".join(str(r) for r, ok in enumerate(alive) if not ok)
+        raise TrainingError(f"the launcher of worker(s) {gone} is gone (the job was stopped); nothing was written")
+
+
+def _checkpoint_bytes(ck: dict) -> memoryview:
+    """model.pt's bytes, made in memory: a full disk then fails in a plain write with ENOSPC (torch's
+    own writer says only "enforce fail"), and the bytes can still be written elsewhere."""
+    buf = io.BytesIO()
+    torch.save(ck, buf)
+    return buf.getbuffer()
+
+
+def rescue_dir(out: Path) -> Path:
+    """A fresh folder for the outputs of a run whose out-dir could not take them: under
+    ``$DYNAGNN_RESCUE_DIR``, else ``<temporary folder>/dynagnn-rescue``."""
+    base = Path(os.environ.get(RESCUE_ENV) or Path(tempfile.gettempdir()) / "dynagnn-rescue")
+    name = Path(os.path.abspath(out)).name or "run"
+    return base / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _publish(out: Path, writers: dict) -> None:
+    """Write the run's files into ``out``, all or none; when the out-dir cannot take them (a full
+    disk, a folder in the way), keep them in :func:`rescue_dir` and say where, in one TrainingError."""
+    try:
+        write_all({out / name: w for name, w in writers.items()})
+        return
+    except OSError as exc:
+        failure = one_line(exc)
+        cause = exc
+    kept = rescue_dir(out)
+    try:
+        write_all({kept / name: w for name, w in writers.items()})
+    except OSError as again:
+        raise TrainingError(f"{failure}; keeping the trained run in {kept} failed too ({one_line(again)}): set "
+                            f"{RESCUE_ENV} to a folder on a disk with space and train again") from cause
+    raise TrainingError(f"{failure}; the trained run ({', '.join(writers)}) was kept in {kept} ({RESCUE_ENV} "
+                        f"chooses where): move the files into {out} once it can take them") from cause
+
+
+def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress, checked=False,
+                overwrite=False):
+    """One process's share of :func:`train`; rank 0 writes the outputs, once every worker finished its
+    training (:func:`_job_succeeded`), and returns the frames. ``checked``: the launcher checked the run
+    and the out-dir; else (one process, torchrun's) rank 0 checks the out-dir here, before training,
+    and every rank stops on its refusal."""
     trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None, checked=checked)
     if resume:
         trainer.load_checkpoint(resume)
+    out = Path(out)
+    if not checked:
+        reason = None
+        if trainer.ctx.is_main:
+            reason = out_dir_refusal(out, config, trainer.store.checksum, overwrite, resume)
+            if reason is None:
+                _remove_stale(out)
+        reason = trainer.comm.broadcast_object(reason)
+        if reason:
+            raise ConfigError(reason)
     metrics, timings = trainer.fit()
+    _job_succeeded(trainer)
     if not trainer.ctx.is_main:
         return None
-    out = Path(out)
     meta = {"model": config.model, "strategy": config.strategy, "task": trainer.task.name,
             "workers": str(trainer.ctx.world_size), "config": json.dumps(config.as_dict())}
     checksum = trainer.store.checksum
-    ck = trainer.checkpoint()
+    model_bytes = _checkpoint_bytes(trainer.checkpoint())
     comm = trainer.comm_table
-    write_all({out / "metrics.parquet": lambda tmp: write_parquet(metrics, tmp, checksum, meta),
-               out / "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
-               out / "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
-               out / "model.pt": lambda tmp: torch.save(ck, tmp)})
+    _publish(out, {"metrics.parquet": lambda tmp: write_parquet(metrics, tmp, checksum, meta),
+                   "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
+                   "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
+                   "model.pt": lambda tmp: tmp.write_bytes(model_bytes)})
     return metrics, timings
 
 
 def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: str | Path | None = None,
-          progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+          progress: bool = True, overwrite: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
     under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job. A job of several
-    processes is checked here, before any starts (:func:`check_run`); a one-process run checks the
-    model it trains."""
+    processes is checked here, before any starts (:func:`check_run`, and the out-dir:
+    :func:`prepare_out_dir`); a one-process run checks the model it trains and the out-dir before it
+    trains. ``overwrite``: replace a finished run of another model, strategy, store or config in
+    ``out`` (``train --overwrite``)."""
+    overwrite = bool(overwrite)
     ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
-        return launch(_train_here, 1, store_path, out, config, resume, progress, device=config.device,
-                      threads=config.threads, procs_per_worker=ppw)[0]
+        return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite,
+                      device=config.device, threads=config.threads, procs_per_worker=ppw)[0]
     if config.workers * ppw == 1:
-        return _train_here(None, store_path, out, config, resume, progress)
-    check_run(config.strategy_cls(config), open_store(store_path), config.workers)
+        return _train_here(None, store_path, out, config, resume, progress, False, overwrite)
+    store = open_store(store_path)
+    check_run(config.strategy_cls(config), store, config.workers)
+    prepare_out_dir(out, config, store.checksum, overwrite, resume)
     return launch(_train_here, config.workers, store_path, out, config, resume, progress, True,
                   device=config.device, threads=config.threads, procs_per_worker=ppw)[0]
