@@ -48,8 +48,9 @@ class PygFeeder:
         self.num_nodes = store.num_nodes
         self.device = torch.device(device)
         parts = store.window_edges(0, store.num_snapshots)
-        # PyG's convention for our A[row, col]: messages flow col -> row
-        self.edge_indices = [np.stack([c, r]) for r, c, _ in parts]
+        # the store's (row, col) is (source, target), PyG's edge_index order: messages flow row -> col,
+        # as dynagnn's operator sends them (graph/csr.py)
+        self.edge_indices = [np.stack([r, c]) for r, c, _ in parts]
         self.edge_weights = [w for _, _, w in parts]
         x = store.features()
         self.features_np = x if x.ndim == 3 else None

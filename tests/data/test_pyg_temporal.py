@@ -367,3 +367,73 @@ def test_real_twitter_tennis_as_the_loader():
     assert g.num_nodes == 1000 and len(g.snapshots) == 119 and g.node_ids[0] == "rolandgarros"
     assert g.node_features.shape == (119, 1000, 16)
     np.testing.assert_allclose(g.node_labels[41], np.log1p(data["42"]["y"]), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# The message direction (issue 34, item 12): the operator built from the store is PyG's GCNConv
+# normalisation of the file's edge_index as it is (source, target), not of the reversed edges.
+
+
+def gcn_by_hand(edge_index, weights, n: int) -> np.ndarray:
+    """D^-1/2 (A + I) D^-1/2 as PyG's gcn_norm (flow source_to_target) builds it, written out:
+    M[v, u] += w for each edge u -> v; 1 on the diagonal of a node without a self-loop of its own;
+    d_v = Σ_u M[v, u] (in-degree, the scatter at edge_index[1]); Â[v, u] = M[v, u] / sqrt(d_v d_u)."""
+    m = np.zeros((n, n))
+    for (u, v), w in zip(edge_index, weights):
+        m[v, u] += w
+    looped = np.zeros(n, bool)
+    for u, v in edge_index:
+        looped[u] |= u == v
+    m[~looped, ~looped] += 1.0
+    d = m.sum(1)
+    return m / np.sqrt(np.outer(d, d))
+
+
+def _operator_against_pyg(tmp_path, path: Path, steps, day_graph):
+    """Ingest ``path``; for each snapshot t in ``steps`` compare dynagnn's Â_t with the hand
+    computation and, where torch_geometric is installed, with gcn_norm on the same edges."""
+    import torch
+
+    from dynagnn.graph.csr import normalize
+
+    spec = validate({"datasets": {"d": {"format": "pyg-temporal-json", "path": str(path)}}})["datasets"]["d"]
+    store = open_store(ingest(spec, tmp_path / "d.zarr", name="d"))
+    n = store.num_nodes
+    try:
+        from torch_geometric.nn.conv.gcn_conv import gcn_norm
+    except ImportError:
+        gcn_norm = None
+    directed = False
+    for t in steps:
+        edge_index, weights = day_graph(t)
+        ours = normalize(*store.edges(t), n).dense().double().numpy()
+        np.testing.assert_allclose(ours, gcn_by_hand(edge_index, weights, n), rtol=1e-5, atol=1e-7)
+        if gcn_norm is not None:
+            ei, val = gcn_norm(torch.as_tensor(edge_index, dtype=torch.int64).reshape(-1, 2).t(),
+                               torch.as_tensor(weights, dtype=torch.float32), n, add_self_loops=True)
+            theirs = np.zeros((n, n))
+            np.add.at(theirs, (ei[1].numpy(), ei[0].numpy()), val.double().numpy())
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-7)
+        directed = directed or not np.allclose(ours, ours.T)
+    return directed
+
+
+def test_england_fixture_operator_is_pyg_gcn_norm(tmp_path):
+    data = fixture("england_covid_small.json")
+    mapping = data["edge_mapping"]
+    _operator_against_pyg(tmp_path, FIXTURES / "england_covid_small.json", range(3),
+                          lambda t: (mapping["edge_index"][str(t)], mapping["edge_weight"][str(t)]))
+
+
+def test_real_england_covid_operator_is_pyg_gcn_norm(tmp_path):
+    path = _real_json("england_covid.json")
+    mapping = json.loads(path.read_text())["edge_mapping"]
+    assert _operator_against_pyg(tmp_path, path, (0, 30, 52),
+                                 lambda t: (mapping["edge_index"][str(t)], mapping["edge_weight"][str(t)]))
+
+
+def test_real_twitter_tennis_operator_is_pyg_gcn_norm(tmp_path):
+    path = _real_json("twitter_tennis_rg17.json")
+    data = json.loads(path.read_text())
+    assert _operator_against_pyg(tmp_path, path, (0, 60, 118),
+                                 lambda t: (data[str(t)]["edges"], data[str(t)]["weights"]))

@@ -86,5 +86,7 @@ def test_merge_keys_against_sets():
 def test_adjacency_keys_are_the_normalised_pattern():
     row, col = np.array([2, 0, 1, 1]), np.array([0, 1, 2, 1])  # one self-loop already there
     keys, vals, r = adjacency_keys(row, col, None, 3)
-    assert keys.tolist() == sorted({0 * 3 + 0, 1 * 3 + 1, 2 * 3 + 2, 2 * 3 + 0, 0 * 3 + 1, 1 * 3 + 2})
+    # Â is indexed [target, source]: edge 2 -> 0 is key 0·3 + 2 (before issue 34 the pattern
+    # was the untransposed 2·3 + 0, 0·3 + 1, 1·3 + 2)
+    assert keys.tolist() == sorted({0 * 3 + 0, 1 * 3 + 1, 2 * 3 + 2, 0 * 3 + 2, 1 * 3 + 0, 2 * 3 + 1})
     assert np.array_equal(r, keys // 3) and vals.dtype == np.float32 and vals.shape == keys.shape

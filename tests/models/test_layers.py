@@ -55,7 +55,9 @@ def test_gcn_layer_matches_pyg_gcnconv(weighted):
         conv.lin.weight.copy_(layer.weight.t())
         conv.bias.copy_(layer.bias)
     x = torch.randn(N, 5)
-    edge_index = torch.stack([torch.as_tensor(col), torch.as_tensor(row)])
+    # our (row, col) is PyG's (source, target) as it is: the same edge_index, no reversal
+    # (before issue 34 this test fed PyG (col, row), the reversed edges)
+    edge_index = torch.stack([torch.as_tensor(row), torch.as_tensor(col)])
     ew = None if w is None else torch.as_tensor(w)
     torch.testing.assert_close(layer(adj, x), conv(x, edge_index, ew), rtol=1e-5, atol=1e-5)
 

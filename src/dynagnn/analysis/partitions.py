@@ -61,6 +61,8 @@ def score(store_path: str, method: str, P: int, union, seed: int = 0) -> dict:
     row["seconds"] = time.perf_counter() - t0
     q = gp.partition_quality(urow, ucol, n, parts, P)
     row.update({k: q[k] for k in ("edge_cut", "comm_volume", "max_part_comm", "load_balance")})
+    # on the store's (source, target) edges: a source is sent to the parts owning its targets, whose
+    # rows of Â read it (PyG's direction, :mod:`dynagnn.graph.csr`): the vertex strategy's halo
     row["snapshot_volume"] = gp.snapshot_volume([(r, c) for r, c, _ in store.window_edges(0, T)], n, parts, P)
     return row
 

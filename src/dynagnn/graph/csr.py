@@ -1,12 +1,27 @@
 """The GCN graph operator: the normalised adjacency and its sparse-dense product.
 
-Kipf and Welling's propagation matrix ``Â = D^-1/2 Ã D^-1/2`` with ``D = rowsum(Ã)``, held as a
-torch sparse CSR tensor ``[N, N]``. ``Ã`` is ``A + I`` except where A already has a self-loop: a
-self-loop is data (a region's internal flow), so it keeps its weight and is not counted twice, as
-PyTorch Geometric's ``add_remaining_self_loops`` does. Row i of ``Â·X`` aggregates the features of
-the columns j with ``Ã[i, j] != 0``, which matches PyTorch Geometric's ``GCNConv`` on
-``edge_index = (col, row)`` (messages flow from j to i, degrees counted at the target i), with or
-without self-loops in A.
+Kipf and Welling's propagation matrix ``Â = D^-1/2 Ã D^-1/2``, held as a torch sparse CSR tensor
+``[N, N]``, with PyTorch Geometric's message direction (``GCNConv``'s default
+``flow="source_to_target"``). The edges every function here takes are the store's and the
+sources' ``(row, col)`` = (source, target), PyG's ``edge_index`` as it is: an edge ``u -> v``
+sends u's features to v. So the operator is the *transposed* adjacency: ``Ã[v, u] = w(u -> v)``,
+row v of ``Â·X`` sums over the sources u of v's in-edges, and ``D = rowsum(Ã)`` is each node's
+weighted in-degree (PyG's ``gcn_norm`` counts degrees at the target, ``edge_index[1]``). Hence
+``Â[v, u] = d_v^-1/2 · w(u -> v) · d_u^-1/2`` equals ``gcn_norm(edge_index=(row, col))``'s value of
+the edge (u, v) exactly. An undirected (symmetric) snapshot is its own transpose, so there nothing
+depends on the direction. (Before issue 34 the operator was built untransposed, ``Ã[u, v]``: on a
+directed graph a node aggregated from the nodes it points to, PyG's ``gcn_norm`` on the reversed
+edges. Nothing needs that direction, so there is no option for it: reverse the edges at ingest if
+a dataset's edges point the other way.)
+
+``Ã`` is ``Aᵀ + I`` except where A already has a self-loop: a self-loop is data (a region's
+internal flow), so it keeps its weight and is not counted twice, as PyTorch Geometric's
+``add_remaining_self_loops`` does.
+
+Consumers of ``Â`` (the snapshot transfer, PiPAD's frames, the vertex strategy's halos) work on its
+(row, col) = (target, source) pattern as :func:`normalized_triples` returns it: a worker owning the
+rows V_p reads the remote *sources* of its vertices' in-edges (the halo), which is what the
+analyze stage's volume counts on the store's (source, target) edges.
 
 The normalisation depends only on the snapshot, so it is computed once per snapshot (here, on the
 numpy side, in one pass) and the result is what models receive; the layers never renormalise. That is
@@ -51,12 +66,15 @@ def csr_matrix(crow, col, values, num_nodes: int, num_cols: int | None = None) -
 
 def self_looped_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
                         self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, col, weight) of ``Ã`` (A with the self-loops of the module docstring), sorted by
+    """(row, col, weight) of ``Ã`` (Aᵀ with the self-loops of the module docstring), sorted by
     (row, col), duplicate edges summed: the un-normalised matrix whose degree scaling gives ``Â``.
-    PiPAD's frames share its entries between snapshots and keep the scaling apart."""
+    PiPAD's frames share its entries between snapshots and keep the scaling apart.
+
+    ``row``, ``col``: A's edges (source, target); the result's rows are the targets and its
+    columns the sources (the message direction of the module docstring)."""
     n = int(num_nodes)
-    row = np.asarray(row, dtype=np.int64)
-    col = np.asarray(col, dtype=np.int64)
+    # Ã[target, source]: row v of the operator reads the sources of v's in-edges (PyG's flow)
+    row, col = np.asarray(col, dtype=np.int64), np.asarray(row, dtype=np.int64)
     w = np.ones(row.shape[0], np.float32) if weight is None else np.asarray(weight, np.float32)
     if self_loops:
         looped = np.zeros(n, dtype=bool)
@@ -87,7 +105,8 @@ def inv_sqrt_degrees(row: np.ndarray, w: np.ndarray, num_nodes: int) -> np.ndarr
 
 def normalized_triples(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
                        self_loops: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique).
+    """(row, col, value) of ``Â``, sorted by (row, col), from the edges of A (any order, unique):
+    ``row``, ``col`` are A's (source, target); the result is indexed [target, source].
 
     With ``self_loops`` every node without a self-loop gets one of weight 1; an existing self-loop
     keeps its weight (see the module docstring). ``weight=None`` means 1. Weights must be >= 0
@@ -185,7 +204,7 @@ def is_symmetric(row: np.ndarray, col: np.ndarray, val: np.ndarray, num_nodes: i
 
 def normalize(row: np.ndarray, col: np.ndarray, weight: np.ndarray | None, num_nodes: int,
               self_loops: bool = True) -> Adjacency:
-    """``Â`` of one snapshot's edges as an :class:`Adjacency` (CPU)."""
+    """``Â`` of one snapshot's edges (source, target) as an :class:`Adjacency` (CPU)."""
     r, c, v = normalized_triples(row, col, weight, num_nodes, self_loops)
     return Adjacency(csr_matrix(row_offsets(r, num_nodes), c, v, num_nodes), is_symmetric(r, c, v, num_nodes))
 
@@ -198,10 +217,12 @@ def aggregate(adj: Adjacency | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 def dense_normalized(row, col, weight, num_nodes: int, self_loops: bool = True) -> torch.Tensor:
-    """``Â`` as a dense tensor, computed independently with dense algebra (for tests and tiny graphs)."""
+    """``Â`` as a dense tensor, computed independently with dense algebra (for tests and tiny graphs):
+    ``a[target, source] += w`` for each edge (source, target) = (``row``, ``col``), then the loops
+    and the in-degree scaling of the module docstring."""
     a = torch.zeros(num_nodes, num_nodes, dtype=torch.float64)
     w = torch.ones(len(row), dtype=torch.float64) if weight is None else torch.as_tensor(np.asarray(weight), dtype=torch.float64)
-    a.index_put_((torch.as_tensor(np.asarray(row)), torch.as_tensor(np.asarray(col))), w, accumulate=True)
+    a.index_put_((torch.as_tensor(np.asarray(col)), torch.as_tensor(np.asarray(row))), w, accumulate=True)
     if self_loops:  # I on the nodes without a self-loop of their own
         looped = torch.zeros(num_nodes, dtype=torch.bool)
         looped[torch.as_tensor(np.asarray(row)[np.asarray(row) == np.asarray(col)])] = True

@@ -53,6 +53,9 @@ def vertex_rows(store_path: str, method: str, P: int, union, model: dict, seed: 
 
     store = open_store(store_path)
     N, T = store.num_nodes, store.num_snapshots
+    # the store's (source, target) edges as they are: v = source is sent to every other part owning
+    # a target of v, the rows of Â (indexed [target, source], :mod:`dynagnn.graph.csr`) that read
+    # it: the halo the vertex strategy receives
     edges = [(r, c) for r, c, _ in store.window_edges(0, T)]
     parts = _vertex_parts(method, union[0], union[1], N, P, seed)
     counted = count_vertex_volume(edges, N, parts, P)
