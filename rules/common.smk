@@ -46,12 +46,33 @@ wildcard_constraints:
     cores="[0-9]+",
 
 
-def dataset_inputs(wildcards):
-    """The source file or directory, so that a changed source re-runs the ingest."""
-    spec = config["datasets"][wildcards.dataset]
+def source_files(name):
+    """The files of dataset ``name``'s source: its ``path``, or every file under it when it is a
+    directory (AS-733's daily files), so that a file changed inside a folder re-runs the ingest too.
+    A source that does not exist is a WorkflowError naming the dataset and the path: never a store
+    built from it before, reused as if it were up to date."""
+    spec = config["datasets"][name]
     if spec["format"] in NO_INPUT_FILE:
         return []
-    return [spec["path"]]
+    path = spec["path"]
+    if not os.path.exists(path):
+        raise WorkflowError(f"dataset {name}: its source {path} does not exist (config datasets.{name}.path); "
+                            f"restore it or correct the path, or remove dataset {name} from the config; a store "
+                            f"built from it before is not used")
+    if os.path.isdir(path):
+        files = sorted(os.path.join(d, f) for d, dirs, fs in os.walk(path) for f in fs if not f.startswith("."))
+        return files or [path]
+    return [path]
+
+
+def dataset_inputs(wildcards):
+    """The source's files (:func:`source_files`): a changed source re-runs the ingest, a missing one
+    refuses."""
+    return source_files(wildcards.dataset)
+
+
+for _name in DATASETS:  # told when the config is read, before any job: the ingest's inputs
+    source_files(_name)
 
 
 def dataset_spec_json(wildcards):

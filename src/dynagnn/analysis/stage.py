@@ -152,6 +152,8 @@ def analyze_stage(store_path: str | Path, out_dir: str | Path, client, parts: Se
     remove_stale_temporaries_in(out)  # what a killed run left (dynagnn.atomic)
     store = open_store(store_path)
     parts, options = fit_to_store(store, parts, options or AnalysisOptions())
+    if store.has("events/src") and {"redundancy", "volume"} & set(parts):
+        store.event_ids()  # a damaged event stream is refused before any table is written
     tables = {}
     todo = [p for p in ANALYSES if p in parts]
     for i, part in enumerate(todo, 1):

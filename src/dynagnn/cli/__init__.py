@@ -121,4 +121,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dynagnn {args.stage}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _out_of_memory(exc):
+            raise
+        # a memory limit (ulimit, a cgroup, the device's memory): one line; the writes are atomic
+        log.debug("out of memory in %s", args.stage, exc_info=True)
+        detail = " ".join(str(exc).splitlines())[:200]
+        print(f"dynagnn {args.stage}: error: out of memory ({type(exc).__name__}{': ' + detail if detail else ''}); "
+              "nothing was written: use a smaller model, window, batch or cache, fewer workers, or more memory",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is a memory limit: Python's MemoryError, or torch's OutOfMemoryError (a
+    RuntimeError, on a device or in the allocator)."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"

@@ -54,12 +54,14 @@ def add_compare(sub) -> None:
 
 def cmd_compare(args) -> None:
     from ..report.figures import strategy_comparison
-    from ..report.strategies import strategy_table
+    from ..report.strategies import check_comparable, run_identity, strategy_table
     from ..schedule.plan import SchedulePlan
     from ..tables import write_table
 
     runs = _read_runs(args.runs, ("metrics.parquet", "timings.parquet"), "compare")
     plan = SchedulePlan.load(args.plan) if args.plan else None
+    dirs = dict(item.split("=", 1) for item in args.runs)
+    check_comparable({name: run_identity(Path(dirs[name]) / "metrics.parquet") for name in runs}, plan)
     table = strategy_table(plan, runs)
     title = f"{plan.dataset}: {plan.model}, {plan.num_workers} workers" if plan else ""
     strategy_comparison(table, args.figure, title)
@@ -176,7 +178,7 @@ def add_claims(sub) -> None:
                         description="One row per headline claim of the five papers and result table that checks "
                                     "it: the paper's number, ours, their ratio and why they may differ; a claim "
                                     "none of the tables checks says 'not run'. Writes Parquet and an HTML table.")
-    cl.add_argument("tables", nargs="*", type=Path, help="result tables under --results (others are left out)")
+    cl.add_argument("tables", nargs="*", type=Path, help="result tables under --results, each of a kind some claim reads (another is refused)")
     cl.add_argument("--results", type=Path, required=True, help="the results folder the tables are under")
     cl.add_argument("--out", type=Path, required=True, help="output Parquet table")
     cl.add_argument("--html", type=Path, required=True, help="output HTML table")

@@ -48,6 +48,12 @@ if TYPE_CHECKING:
 PREDICTOR_VERSION = 1
 MIN_WIDTH_SHAPES = 3  # distinct fit shapes a width pair needs for its own coefficients
 PREDICTOR_KIND = "dynagnn.cost.predictor"
+# physical bounds of a fitted model (seconds): a call's fixed overhead (the intercept) is a kernel
+# launch, microseconds; one unit of any other feature (an element, an index read, a multiply-add) is
+# nanoseconds. Far beyond these, a coefficient or a prediction is a damaged file, never a fit.
+MAX_INTERCEPT_S = 60.0
+MAX_UNIT_S = 1.0
+MAX_CALL_S = 86400.0  # one operator call on one snapshot predicted to take over a day
 
 # name -> f(N, nnz, F_in, F_out), all float64 arrays
 FEATURE_FUNCS = {
@@ -164,9 +170,22 @@ class OperatorModel:
                 width_coef[(int(item["in_width"]), int(item["out_width"]))] = c
         except (KeyError, TypeError, ValueError) as exc:
             raise CostError(f"{where}: operator {operator}/{direction} has a bad width_coef entry ({exc})") from None
+        for c in (coef, *width_coef.values()):
+            _check_coef(c, feats, f"{where}: operator {operator}/{direction}")
         return cls(operator, direction, feats, coef, _nan(d.get("mape")), _nan(d.get("r2")),
                    int(d.get("n_train", 0)), int(d.get("n_test", 0)),
                    [tuple(int(v) for v in s) for s in d.get("test_shapes", [])], width_coef)
+
+
+def _check_coef(coef: np.ndarray, features: Sequence[str], what: str) -> None:
+    """CostError naming ``what`` unless every coefficient is finite and within physical bounds
+    (:data:`MAX_INTERCEPT_S` for the intercept, :data:`MAX_UNIT_S` per unit of another feature)."""
+    for f, c in zip(features, coef):
+        bound = MAX_INTERCEPT_S if f == "1" else MAX_UNIT_S
+        if not math.isfinite(c) or abs(c) > bound:
+            unit = "s per call" if f == "1" else f"s per unit of {f}"
+            raise CostError(f"{what}: coefficient of {f!r} is {c:.3g} {unit}, outside physical bounds (|c| <= "
+                            f"{bound:g}); the file is damaged or the fit failed: re-run the profile stage")
 
 
 def _num(v: float):
@@ -206,6 +225,19 @@ class Predictor:
     device: str
     models: dict[tuple[str, str], OperatorModel]
     meta: dict = field(default_factory=dict)
+    source: str = "predictor"  # the file it was read from, for messages
+
+    def _bounded(self, op: str, direction: str, seconds, n) -> np.ndarray:
+        """``seconds`` (a call's predicted time per snapshot), CostError naming the file and the operator
+        unless finite and at most :data:`MAX_CALL_S`."""
+        t = np.broadcast_to(np.asarray(seconds, dtype=np.float64), np.shape(n))
+        bad = ~np.isfinite(t) | (t > MAX_CALL_S)
+        if bad.any():
+            i = int(np.flatnonzero(bad.reshape(-1))[0])
+            raise CostError(f"{self.source}: operator {op}/{direction} predicts {float(t.reshape(-1)[i]):.3g} s for one "
+                            f"call on snapshot {i}, outside physical bounds (at most {MAX_CALL_S:g} s); the "
+                            "cost model is damaged or extrapolates far beyond its profile: re-run the profile stage")
+        return t
 
     def model(self, operator: str, direction: str) -> OperatorModel:
         try:
@@ -229,8 +261,9 @@ class Predictor:
         cols = {}
         for op, role, fi, fo, has_bwd in config.calls():
             nn_, ee = (np.zeros_like(n), np.zeros_like(e)) if op == "evolve" else (n, e)
-            cols[f"{role}.forward"] = self.model(op, "forward").predict(nn_, ee, fi, fo)
-            cols[f"{role}.backward"] = self.model(op, "backward").predict(nn_, ee, fi, fo) if has_bwd else np.zeros_like(n)
+            cols[f"{role}.forward"] = self._bounded(op, "forward", self.model(op, "forward").predict(nn_, ee, fi, fo), n)
+            cols[f"{role}.backward"] = (self._bounded(op, "backward", self.model(op, "backward").predict(nn_, ee, fi, fo), n)
+                                        if has_bwd else np.zeros_like(n))
         return pd.DataFrame(cols)
 
     def predict(self, snapshot_stats, config: ModelConfig, num_nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -251,14 +284,10 @@ class Predictor:
         fwd = np.zeros_like(n)
         bwd = np.zeros_like(n)
         for op, _role, fi, fo, has_bwd in config.calls():
-            if op == "evolve":
-                fwd += self.model(op, "forward").predict(0.0, 0.0, fi, fo)
-                if has_bwd:
-                    bwd += self.model(op, "backward").predict(0.0, 0.0, fi, fo)
-                continue
-            fwd += self.model(op, "forward").predict(n, e, fi, fo)
+            nn_, ee = (0.0, 0.0) if op == "evolve" else (n, e)
+            fwd += self._bounded(op, "forward", self.model(op, "forward").predict(nn_, ee, fi, fo), n)
             if has_bwd:
-                bwd += self.model(op, "backward").predict(n, e, fi, fo)
+                bwd += self._bounded(op, "backward", self.model(op, "backward").predict(nn_, ee, fi, fo), n)
         return fwd, bwd
 
     # -------------------------------------------------------------------- JSON
@@ -288,7 +317,7 @@ class Predictor:
             for direction in DIRECTIONS:
                 if isinstance(entry, Mapping) and direction in entry:
                     models[(op, direction)] = OperatorModel.from_dict(op, direction, entry[direction], where)
-        return cls(str(d["device"]), models, dict(d.get("meta", {})))
+        return cls(str(d["device"]), models, dict(d.get("meta", {})), source=str(where))
 
     def save(self, path: str | Path) -> Path:
         """Write as JSON atomically."""

@@ -326,14 +326,23 @@ class SnapshotStore:
         """The source's id of every dense node id, [N]."""
         return self.read("nodes/id")
 
+    def event_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """(events/src, events/dst), int64 [E] each; StoreError for a node id outside [0, N), which
+        is refused whenever the event stream is read."""
+        src, dst = self.read("events/src"), self.read("events/dst")
+        for name, ids in (("events/src", src), ("events/dst", dst)):
+            integrity.check_ids(self.path, name, ids, self.num_nodes)
+        return src, dst
+
     def events(self) -> EventStream | None:
         """The time-sorted event stream, if the source had one."""
         if not self.has("events/src"):
             return None
         def opt(name):
             return self.read(name) if self.has(name) else None
-        return EventStream(self.read("events/src"), self.read("events/dst"), self.read("events/t"),
-                           opt("events/w"), opt("events/label"), opt("events/features"))
+        src, dst = self.event_ids()
+        return EventStream(src, dst, self.read("events/t"), opt("events/w"), opt("events/label"),
+                           opt("events/features"))
 
 
 def open_store(path: str | Path) -> SnapshotStore:

@@ -405,7 +405,9 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
     registry order; ``status``: ``measured``, ``needs a GPU (this run: cpu)``, ``not in this table
     (...)`` when the table lacks the rows the claim needs, ``undefined here`` for a ratio over zero
     (tiny data), ``oversubscribed: not evidence (...)`` when a run it reads had more threads than
-    cores, or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is not a readable Parquet table."""
+    cores, or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is
+    not a readable Parquet table, that no claim of the registry reads (its path is none of the known
+    kinds), or that lacks a column a claim reads (a garbage table is never shown as "not in this table")."""
     root = Path(results)
     tables: dict[PurePosixPath, Path] = {}
     for p in paths:
@@ -413,6 +415,9 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
         rel = _relative(p, root)
         if rel is None:
             raise InputError(f"not under the results folder {root}", p)
+        if not any(_matches(rel, c.table) for c in CLAIMS):
+            kinds = ", ".join(dict.fromkeys(c.table for c in CLAIMS))
+            raise InputError(f"not a result table any claim reads: its path under {root} ({rel}) is none of {kinds}", p)
         tables[rel] = p
     loaded: dict[PurePosixPath, pd.DataFrame] = {}
     rows = []
@@ -433,6 +438,13 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
             try:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ours, status = float(claim.ours(df, rel)), "measured"
+            except KeyError as exc:
+                key = exc.args[0] if exc.args else None
+                if isinstance(key, str) and key not in df.columns:  # a garbage table, not one without the rows
+                    raise InputError(f"has no column {key!r}, which the claim {claim.claim!r} reads from a "
+                                     f"{claim.table} table (columns: {', '.join(map(str, df.columns)) or 'none'})",
+                                     tables[rel]) from None
+                ours, status = np.nan, f"not in this table ({exc})"
             except LookupError as exc:
                 ours, status = np.nan, f"not in this table ({exc})"
             except Oversubscribed as exc:  # shown, never as a ratio

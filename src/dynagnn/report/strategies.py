@@ -31,6 +31,40 @@ COLUMNS = ["strategy", "epochs", "epoch_s", "predicted_epoch_s", "replanned_epoc
            "overlap_share", "predicted_overlap_share", "best_val", "processes", "threads", "cores", "oversubscribed"]
 
 
+def run_identity(metrics_path) -> dict[str, str]:
+    """What a training run trained: ``model`` and ``store_checksum`` from its metrics.parquet's metadata
+    (``dynagnn.model``, ``dynagnn.store_checksum``; "" where it recorded none)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(metrics_path).metadata or {}
+    return {k: meta.get(f"dynagnn.{k}".encode(), b"").decode() for k in ("model", "store_checksum")}
+
+
+def check_comparable(runs: dict[str, dict[str, str]], plan=None) -> None:
+    """InputError unless every run (name -> :func:`run_identity`) trained the same model on the same
+    store (and the plan's, when given): a comparison of strategies is only one between equals."""
+    from dynagnn.errors import InputError
+
+    what = {"model": "model", "store_checksum": "dataset (store checksum)"}
+    for key, label in what.items():
+        seen: dict[str, list[str]] = {}
+        for name, ident in runs.items():
+            if ident.get(key):  # a table that recorded nothing (an old run) cannot be told apart
+                seen.setdefault(ident[key], []).append(name)
+        if plan is not None:
+            want = plan.model if key == "model" else plan.store_checksum
+            if want:
+                other = {v: names for v, names in seen.items() if v != want}
+                if other:
+                    v, names = next(iter(other.items()))
+                    raise InputError(f"compare: run {names[0]} trained {label} {v[:16]!r}, the plan is for "
+                                     f"{want[:16]!r}: compare runs of the plan's dataset and model only")
+        if len(seen) > 1:
+            parts = "; ".join(f"{', '.join(names)}: {v[:16]!r}" for v, names in seen.items())
+            raise InputError(f"compare: the runs trained different {label}s ({parts}); compare runs of one dataset "
+                             "and model only")
+
+
 def predicted(plan, strategy: str) -> dict[str, float]:
     """The plan's predicted epoch, sync share and overlap share for a group strategy (else NaN)."""
     kind = PLANNED.get(strategy.partition("@")[0])  # "group@1": a label that also names the run

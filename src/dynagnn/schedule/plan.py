@@ -114,8 +114,9 @@ class SchedulePlan:
         depth = meta.get("pipeline_depth", PIPELINE_DEPTH) if isinstance(meta, dict) else PIPELINE_DEPTH
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise InputError(f"meta.pipeline_depth {depth!r}: p1's queue bound must be an integer >= 1", where)
+        _check_depths(d, where)
         try:
-            return cls(dataset=str(d["dataset"]), model=str(d["model"]), group_len=int(d["group_len"]),
+            plan = cls(dataset=str(d["dataset"]), model=str(d["model"]), group_len=int(d["group_len"]),
                        groups=GroupPlan.from_dict(d["groups"]),
                        processes=[BalancePlan.from_dict(p) for p in d["processes"]],
                        baseline_groups=GroupPlan.from_dict(d["baseline"]["groups"]),
@@ -125,6 +126,9 @@ class SchedulePlan:
                        store_checksum=d.get("store_checksum"), meta=dict(d.get("meta") or {}))
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"malformed schedule plan ({type(e).__name__}: {e})", where) from None
+        if plan.operators is not None:
+            _check_orders(plan.operators.update_first, plan.num_workers, where)
+        return plan
 
     def save(self, path: str | Path) -> Path:
         """Write atomically."""
@@ -135,6 +139,26 @@ class SchedulePlan:
              store_checksum: str | None = None) -> "SchedulePlan":
         """Read a plan file; InputError as :meth:`from_json`, and for a missing or unreadable file."""
         return cls._from_dict(_read_plan(path), path, dataset=dataset, model=model, store_checksum=store_checksum)
+
+
+def _check_depths(d: dict, where) -> None:
+    """InputError unless every process plan's ``depth`` (p1's queue bound) is an integer >= 1."""
+    base = d.get("baseline") if isinstance(d.get("baseline"), dict) else {}
+    for key, procs in (("processes", d.get("processes")), ("baseline.processes", base.get("processes"))):
+        for i, p in enumerate(procs if isinstance(procs, list) else []):
+            depth = p.get("depth", PIPELINE_DEPTH) if isinstance(p, dict) else PIPELINE_DEPTH
+            if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+                raise InputError(f"{key}[{i}].depth {depth!r}: p1's queue bound must be an integer >= 1 (a queue of "
+                                 "0 groups would never run p1 ahead); re-run the schedule stage", where)
+
+
+def _check_orders(flags, workers: int, where) -> None:
+    """InputError unless ``operators.update_first`` is one 0/1 order per worker, process and layer
+    (shape [workers, 2, L])."""
+    shape = list(np.shape(flags))
+    if len(shape) != 3 or shape[0] != workers or shape[1] != 2 or shape[2] < 1:
+        raise InputError(f"operators.update_first has shape {shape}, expected [{workers}, 2, layers] (one order "
+                         f"per worker, co-located process and GCN layer); re-run the schedule stage", where)
 
 
 def _read_plan(source: str | Path, text: str | None = None) -> dict:

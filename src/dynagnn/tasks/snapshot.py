@@ -7,7 +7,12 @@ A window ends at snapshot t (it holds t-l+1..t). The tasks:
   uniform non-edges per positive, afresh every epoch; evaluation draws, once and seeded,
   ``eval_negatives`` corrupted destinations per positive. AUC and AP score the positives against
   the first corruption of each (a balanced set); MRR ranks each positive among all of its own
-  corruptions.
+  corruptions. A training window whose t+1 has no edge (an empty day kept at ingest) is *scored on
+  its negatives*: every pair of an empty snapshot is a non-edge, so the loss is that of
+  ``neg_ratio`` uniform non-self pairs per vertex (``neg_ratio·N``, or ``neg_ratio·max_edges`` when
+  ``max_edges`` is smaller), all labelled 0. Such windows are counted in the log when the run is
+  prepared (:meth:`LinkPrediction.empty_windows`). Evaluation has no positive to rank there, so an
+  evaluation window with an empty t+1 adds nothing to AUC, AP or MRR.
 * ``classify``: node classification. The targets at t are the labelled vertices active in snapshot
   t (degree > 0), so a step asks for the class of the vertices the graph shows at that time (for
   PubMed: papers cited or citing within the edge life). Accuracy and macro-F1. The labels must be
@@ -21,6 +26,7 @@ validate, the last 15% test (at least one step each).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +39,8 @@ from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
 from dynagnn.tasks import metrics as M
 
 TASKS = ("link", "classify", "regress")
+
+log = logging.getLogger("dynagnn.tasks")
 
 
 @dataclass
@@ -114,6 +122,35 @@ class Task:
     def evaluate(self, head, embeddings: dict[int, torch.Tensor]) -> dict[str, float]:
         raise NotImplementedError
 
+    def nan_cause(self, ends) -> str | None:
+        """What in the data makes the loss of the step ending at ``ends`` non-finite, or None when
+        the data is clean there (then the optimisation diverged). Run only on that error path, so
+        that a NaN of the data is never blamed on the learning rate: it reads the features and edge
+        weights of every snapshot up to the step's last one."""
+        last = max(int(t) for t in ends)
+        if self.store.has("features/x"):
+            static = self.store.root["features/x"].ndim == 2
+            for t in ([None] if static else range(last + 1)):
+                x = np.asarray(self.store.features(t))
+                bad = ~np.isfinite(x)
+                if bad.any():
+                    v = int(np.argwhere(bad)[0][0])
+                    where = f"vertex {v}" if static else f"snapshot {t}, vertex {v}"
+                    return f"{self.store.path}: features/x holds {int(bad.sum())} non-finite value(s) ({where})"
+        for t in range(min(last + 1, self.num_snapshots - 1) + 1):
+            w = self.store.edges(t)[2]
+            if not np.isfinite(w).all():
+                return f"{self.store.path}: snapshots/weight of snapshot {t} holds a non-finite edge weight"
+        for t in ends:
+            cause = self._target_cause(int(t))
+            if cause:
+                return cause
+        return None
+
+    def _target_cause(self, t: int) -> str | None:
+        """What in the targets at ``t`` makes its loss non-finite (None: nothing)."""
+        return None
+
 
 class LinkPrediction(Task):
     name = "link"
@@ -168,16 +205,33 @@ class LinkPrediction(Task):
             dst[bad] = rng.integers(0, n, size=int(bad.sum()))
         return dst
 
+    def empty_negatives(self) -> int:
+        """The negatives a window with an empty t+1 is scored on: ``neg_ratio`` per vertex (per
+        ``max_edges`` when that is smaller)."""
+        per = self.num_nodes if self.max_edges is None else min(self.num_nodes, int(self.max_edges))
+        return self.neg_ratio * max(1, per)
+
+    def empty_windows(self, ends) -> list[int]:
+        """The window ends among ``ends`` whose t+1 has no edge to predict (scored on negatives)."""
+        return [int(t) for t in ends if self.positives(int(t)).shape[0] == 0]
+
     def loss_inputs_numel(self, t):
-        return 3 * self.positives(t).shape[0] * (1 + self.neg_ratio)
+        p = self.positives(t).shape[0]
+        return 3 * (p * (1 + self.neg_ratio) if p else self.empty_negatives())
 
     def loss_inputs(self, t, epoch):
         """int64 [3, E]: source, destination and label (1 positive, 0 negative) of the positives of
-        t+1 and ``neg_ratio`` sampled negatives per positive (seeded by seed, epoch and t)."""
+        t+1 and ``neg_ratio`` sampled negatives per positive (seeded by seed, epoch and t). When t+1
+        has no edge: :meth:`empty_negatives` uniform non-self pairs, all negatives (so the loss is
+        finite and says "no edge", which is what t+1 holds)."""
         pos = self.positives(t)
         n = np.int64(self.num_nodes)
         rng = np.random.default_rng([self.seed, epoch, t])
-        src = np.repeat(pos // n, self.neg_ratio)
+        if pos.shape[0]:
+            src = np.repeat(pos // n, self.neg_ratio)
+        else:
+            k = self.empty_negatives()
+            src = np.tile(np.arange(n, dtype=np.int64), -(-k // int(n)))[:k]
         neg_dst = self._non_edges(rng, src, t)
         label = np.concatenate([np.ones(pos.shape[0], dtype=np.int64), np.zeros(src.shape[0], dtype=np.int64)])
         return torch.from_numpy(np.stack([np.concatenate([pos // n, src]), np.concatenate([pos % n, neg_dst]), label]))
@@ -259,6 +313,12 @@ class NodeClassification(Task):
         idx, y = idx.to(h.device), y.to(h.device)
         return F.cross_entropy(head(h[idx]), y)
 
+    def _target_cause(self, t):
+        if self.targets(t)[0].shape[0] == 0:
+            return (f"{self.store.path}: snapshot {t} has no labelled vertex with an edge, so there is nothing to "
+                    "classify there (ingest with empty: error, or drop that snapshot)")
+        return None
+
     @torch.no_grad()
     def evaluate(self, head, embeddings):
         logits, ys = [], []
@@ -290,6 +350,13 @@ class NodeRegression(Task):
 
     def loss(self, head, h, t, epoch, inputs=None):
         return F.mse_loss(head(h).reshape(-1), self.y[t].to(h.device))
+
+    def _target_cause(self, t):
+        bad = ~torch.isfinite(self.y[t])
+        if bool(bad.any()):
+            return (f"{self.store.path}: labels/y holds {int(bad.sum())} non-finite target(s) at snapshot {t} "
+                    f"(vertex {int(bad.nonzero()[0, 0])})")
+        return None
 
     @torch.no_grad()
     def evaluate(self, head, embeddings):

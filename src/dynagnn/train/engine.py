@@ -87,7 +87,7 @@ def check_run(strategy, store: SnapshotStore, workers: int, model=None) -> None:
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     if model is None:
         model = strategy.build_model(strategy.input_dim(store))
-    strategy.check(model, store.num_nodes, workers)
+    strategy.check(model, store, workers)
 
 
 def hardware(ctx: DistContext) -> dict:
@@ -153,12 +153,28 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss = self.strategy.train_step(ends)
             if not math.isfinite(loss):
-                raise TrainingError(f"loss is {loss} at epoch {epoch}, step ending at {self.task.unit} {ends[-1]}; "
-                                    f"nothing was written (try a lower learning rate than {self.config.lr})")
+                where = f"loss is {loss} at epoch {epoch}, step ending at {self.task.unit} {ends[-1]}"
+                cause = self._nan_cause(ends)  # the data first: its NaN is no learning rate's fault
+                if cause:
+                    raise TrainingError(f"{where}, caused by the data: {cause}; nothing was written")
+                clean = "; the data there is finite, so training diverged" if cause == "" else ""
+                raise TrainingError(f"{where}{clean}; nothing was written (try a lower learning rate than "
+                                    f"{self.config.lr})")
             with self.timer.phase("optimizer"):
                 self.optimizer.step()
             losses.append(loss)
         return float(np.mean(losses))
+
+    def _nan_cause(self, ends) -> str | None:
+        """The task's account of a non-finite loss at ``ends`` from the data: the cause, "" when the
+        data there is clean, None when the task cannot tell."""
+        check = getattr(self.task, "nan_cause", None)
+        if check is None:
+            return None
+        try:
+            return check(ends) or ""
+        except (TypeError, ValueError):  # units that are not snapshots: nothing to name
+            return None
 
     @torch.no_grad()
     def evaluate(self, units: list) -> dict[str, float]:

@@ -519,6 +519,11 @@ def engine_for(run, options) -> FrameEngine:
     ``options`` (``frame_size``, ``frame_reuse``, ``pipeline``, ``frame_memory_mb``): the frames
     strategy's, and each group process's (``group_frames``)."""
     size = options.frame_size
+    if size is not None and int(size) > int(run.window):  # a frame never spans more than the window
+        if run.ctx.is_main:
+            log.warning("frame_size %d is longer than the window of %d snapshots: frames of %d are used (and "
+                        "recorded in metrics.parquet)", int(size), int(run.window), int(run.window))
+        size = int(run.window)
     engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
                          run.features, run.num_nodes, run.device, window=run.window,
                          frame_size=size, reuse=options.frame_reuse == "on",

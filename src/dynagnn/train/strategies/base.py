@@ -13,7 +13,7 @@ and gradients of :class:`~dynagnn.train.strategies.sequential.Sequential` with t
   plan), ``gpu_only`` (pays only on a GPU) and ``figure`` (the family figure the workflow draws).
 - ``Strategy(config)``: one object per run, made by the engine from the run's
   :class:`~dynagnn.train.run_config.TrainConfig`; ``self.options`` is the config's typed options.
-- ``check(model, num_nodes, workers)`` (once per run, before training; in the launcher of a job of
+- ``check(model, store, workers)`` (once per run, before training; in the launcher of a job of
   several processes): raise a :class:`~dynagnn.errors.ConfigError` naming what to change when the
   strategy cannot serve the run.
 - ``setup(run)``: ``run`` is a :class:`Run` (store, task, model, head, timer, DistContext, Comm, ...).
@@ -43,6 +43,7 @@ builds its own run and evaluates it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import logging
 import math
 import time
 from typing import Any, Sequence
@@ -58,6 +59,8 @@ from dynagnn.timing import PhaseTimer
 from dynagnn.train.options import Options
 from dynagnn.tasks.snapshot import Split, chronological_split, infer_task, make_task
 from dynagnn.train.transfer import load_host_snapshots
+
+log = logging.getLogger("dynagnn.train")
 
 
 @dataclass
@@ -150,17 +153,15 @@ class Strategy:
         """Options that shape the model's weights, beside the shared keys (a checkpoint's fingerprint)."""
         return {}
 
-    def check(self, model: DynamicGNN, num_nodes: int, workers: int) -> None:
-        """Raise ConfigError if this strategy cannot serve ``model`` on ``workers`` workers."""
+    def check(self, model: DynamicGNN, store, workers: int) -> None:
+        """Raise ConfigError if this strategy cannot serve ``model`` on ``store`` with ``workers`` workers."""
 
     def prepare(self, store, ctx: DistContext, comm: Comm, timer: PhaseTimer) -> Run:
         """The snapshot-window run: the task (``config.task``, or inferred from the store), the
         chronological split of its windows, every snapshot's adjacency and the features on the
         host, the model and the task's head on ``ctx.device``."""
-        from dynagnn.models import model_class
-
         c = self.config
-        model_class(c.model)  # what the run cannot train, or read, is named before the task is made
+        self.model_class(c.model)  # what the run cannot train, or read, is named before the task is made
         t0 = time.perf_counter()
         features = store.require_features()
         load_seconds = time.perf_counter() - t0
@@ -168,6 +169,10 @@ class Strategy:
         task_name = infer_task(store) if c.task == "auto" else c.task
         task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
         split = chronological_split(task.steps(c.window))
+        empty = task.empty_windows(split.train) if hasattr(task, "empty_windows") else []
+        if empty and ctx.is_main:
+            log.info("%d of %d training windows predict a snapshot with no edge (ending at %s): scored on "
+                     "their negatives only", len(empty), len(split.train), ", ".join(map(str, empty)))
         t0 = time.perf_counter()
         host = load_host_snapshots(store)
         load_seconds += time.perf_counter() - t0
@@ -182,15 +187,31 @@ class Strategy:
         naming the fix where the store lacks it."""
         return store.feature_dim()
 
+    def model_class(self, name: str) -> type:
+        """The snapshot model class ``name``; ConfigError naming the model and the strategies that train
+        it (by the registry's ``models`` contracts) when it is an event or a sampled model."""
+        from dynagnn.models import MODELS, SAMPLED_MODELS, TGNN_MODELS, model_class
+
+        kind = None if name in MODELS else "sampled" if name in SAMPLED_MODELS else "event" if name in TGNN_MODELS else None
+        if kind is not None:
+            from dynagnn.train.strategies import STRATEGIES
+
+            names = [n for n, cls in STRATEGIES.items() if kind in cls.models]
+            what = {"sampled": "a static GNN trained on sampled blocks (BGL)",
+                    "event": "an event model (TGN, JODIE, APAN)"}[kind]
+            raise ConfigError(f"model: {name!r} is {what}, which the {self.name} strategy does not train; the "
+                              f"strategies that train it: {', '.join(names)} (--strategy {names[0]})")
+        return model_class(name)
+
     def build_model(self, in_dim: int, **kw) -> torch.nn.Module:
         """The model ``config.model`` of this strategy's family (snapshot models by default) for
         ``in_dim`` input features, on the CPU."""
         import inspect
 
-        from dynagnn.models import build_model, model_class
+        from dynagnn.models import build_model
 
         c = self.config
-        if "graph_input" in inspect.signature(model_class(c.model)).parameters:   # T-GCN's variant
+        if "graph_input" in inspect.signature(self.model_class(c.model)).parameters:   # T-GCN's variant
             kw["graph_input"] = c.graph_input
         else:
             refuse_graph_input(c)

@@ -106,7 +106,7 @@ class EventStrategy(Strategy):
         """An event model's widths are these, not hidden."""
         return {"memory_dim": config.options.memory_dim, "time_dim": config.options.time_dim}
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
         if workers != 1:
             raise ConfigError(f"the events strategy runs on 1 worker, not {workers}")
 

@@ -45,7 +45,7 @@ class Frames(Strategy):
     family = "window"
     refuses = {"checkpoint_blocks": WHOLE_FRAMES, "tbptt": WHOLE_FRAMES, "transfer": NO_DIFFERENCES}
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
         if workers != 1:
             raise ConfigError(f"the frames strategy runs on 1 worker, not {workers} (it composes with group "
                               "inside each process)")

@@ -128,10 +128,49 @@ class GroupPipeline(Strategy):
     reorder = True  # set the plan's operator order
     replan_measured = True  # after an early epoch, re-plan from measured times (option replan)
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
+        """The window and the whole plan, before any process starts (in the launcher of a job of
+        several): its dataset, model, store, workers, window, training windows, splits and operator
+        order."""
         if int(self.config.window) < 2:
             raise ConfigError(f"the {self.name} strategy splits each group (window) between 2 processes: "
                               f"window {self.config.window} is too short, use at least 2")
+        if self.options.plan:
+            from dynagnn.tasks.snapshot import training_ends
+
+            ends = training_ends(store, self.config.window, self.config.task, self.config.seed)
+            plan = self.load_plan(store, workers, ends)
+            self.check_plan(plan, model, workers)
+
+    def load_plan(self, store, workers: int, train_ends) -> SchedulePlan:
+        """The plan of option ``plan``, checked against ``store``, the model, ``workers`` and the run's
+        training windows ``train_ends`` (ConfigError or InputError, one line, naming the file)."""
+        path = self.options.plan
+        if not path:  # dynagnn.api.train makes one at start; the train stage alone must be given it
+            raise ConfigError(f"the {self.name} strategy trains by a schedule plan: give plan (the schedule stage's "
+                              f"plan-{workers}.json), or train through dynagnn.api.train or the CLI, which plan at start")
+        plan = SchedulePlan.load(path, dataset=str(store.attrs.get("name", "")), model=self.config.model,
+                                 store_checksum=store.checksum)
+        check_run_plan(plan, workers=workers, window=int(self.config.window), train_ends=train_ends, where=path)
+        return plan
+
+    def check_plan(self, plan: SchedulePlan, model, workers: int) -> None:
+        """What the processes would find wrong in ``plan`` for ``model``: a split outside 1..k, an
+        operator order for another number of GCN layers."""
+        k = int(self.config.window)
+        for w in range(workers):
+            procs = plan.baseline_processes if self.baseline else plan.processes
+            bad = {int(g): int(p) for g, p in zip(procs[w].groups, procs[w].splits) if not 1 <= int(p) <= k}
+            if bad:
+                g, p = next(iter(bad.items()))
+                raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k} "
+                                  "(p1 runs at least one snapshot; at k, p2 runs the head alone)")
+        if self.reorder and plan.operators is not None:
+            layers = len(find_gcn_layers(model))
+            flags = np.asarray(plan.operators.update_first)
+            if flags.shape[-1] != layers:
+                raise ConfigError(f"the plan orders {flags.shape[-1]} GCN layers per process, the model has {layers} "
+                                  "reorderable ones: use --strategy blad_nm (no reordering) for this model")
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -165,14 +204,7 @@ class GroupPipeline(Strategy):
     # ------------------------------------------------------------------ plan
 
     def _plan(self, run: Run) -> SchedulePlan:
-        path, ctx, store = self.options.plan, run.ctx, run.store
-        if not path:  # dynagnn.api.train makes one at start; the train stage alone must be given it
-            raise ConfigError(f"the {self.name} strategy trains by a schedule plan: give plan (the schedule stage's "
-                              f"plan-{ctx.workers}.json), or train through dynagnn.api.train or the CLI, which plan at start")
-        plan = SchedulePlan.load(path, dataset=str(store.attrs.get("name", "")), model=self.config.model,
-                                 store_checksum=store.checksum)
-        check_run_plan(plan, workers=ctx.workers, window=run.window, train_ends=run.train_ends, where=path)
-        return plan
+        return self.load_plan(run.store, run.ctx.workers, run.train_ends)
 
     def _follow(self, plan: SchedulePlan, baseline: bool) -> None:
         """Train by ``plan`` (its even baseline when ``baseline``): the groups per worker and this

@@ -33,6 +33,7 @@ store), ``sampled_static`` (PaGraph's static cache of the highest-degree vertice
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -135,6 +136,31 @@ class SampledRun(Run):
     labels: np.ndarray = field(default=None)
 
 
+def check_stage_cores(cores: dict | None) -> None:
+    """ConfigError unless every CPU id of ``stage_cores`` is one this process may run on (a stage
+    pinned to a CPU that does not exist would fail inside its process)."""
+    if not cores or not hasattr(os, "sched_getaffinity"):
+        return
+    allowed = os.sched_getaffinity(0)
+    for stage, ids in cores.items():
+        missing = sorted(int(c) for c in ids if int(c) not in allowed)
+        if missing:
+            raise ConfigError(f"stage_cores {stage}: CPU {missing[0]} is not one this process may run on "
+                              f"(allowed: {_ranges(sorted(allowed))})")
+
+
+def _ranges(ids: list[int]) -> str:
+    """``0-3,6`` for [0, 1, 2, 3, 6]."""
+    out, start = [], None
+    for i, c in enumerate(ids):
+        if start is None:
+            start = c
+        if i + 1 == len(ids) or ids[i + 1] != c + 1:
+            out.append(f"{start}-{c}" if c > start else f"{c}")
+            start = None
+    return ",".join(out)
+
+
 CORES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}
 
 
@@ -185,7 +211,7 @@ class Sampled(Strategy):
         refuse_graph_input(config)
         return model_cls(in_dim, config.hidden, num_layers=len(check_fanouts(self.options.fanouts)))
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
         o = self.options
         if not isinstance(model, SampledGNN):
             raise ConfigError(f"strategy {self.config.strategy} trains {', '.join(SAMPLED_MODELS)}, "
@@ -196,6 +222,7 @@ class Sampled(Strategy):
         if o.seed_partitioner not in SEED_PARTITIONERS:
             raise ConfigError(f"seed_partitioner {o.seed_partitioner!r}: expected one of "
                               f"{', '.join(SEED_PARTITIONERS)}")
+        check_stage_cores(o.stage_cores)
 
     def prepare(self, store, ctx, comm, timer) -> SampledRun:
         c, o = self.config, self.options

@@ -33,7 +33,7 @@ class Sequential(Strategy):
     family = "window"
     models = ("snapshot",)
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
         if workers != 1:
             raise ConfigError(f"the sequential strategy runs on 1 worker, not {workers}: use "
                               "--strategy vertex or snapshot for several")

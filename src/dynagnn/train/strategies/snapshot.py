@@ -57,7 +57,8 @@ class SnapshotPartition(Strategy):
     refuses = {"checkpoint_blocks": "the snapshot strategy does not checkpoint yet; use --strategy sequential or "
                                     "vertex with checkpointing"}
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
+        num_nodes = store.num_nodes
         config = self.config
         if not serves(model):
             raise ConfigError(f"snapshot strategy cannot serve {model.name}: its GCN runs inside the "

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import copy
+import logging
 import time
 from dataclasses import dataclass
 
@@ -74,6 +75,8 @@ from dynagnn.train.strategies.tgnn_memory import PartitionedMemory, wire_device
 PARTITIONERS = ("reflexbicut", "hash", "range")
 ADAPTIVE_CHOICES = (1, 2, 4, 8)
 PROBE_STEPS = 2  # steps per candidate while adaptive m is measured (the first one warms up)
+
+log = logging.getLogger("dynagnn.train")
 
 
 def memory_owner(src: np.ndarray, dst: np.ndarray, num_nodes: int, workers: int, how: str,
@@ -183,7 +186,8 @@ class TGNNStrategy(EventStrategy):
     figure = "sven"
     mode = "sven"
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
+        num_nodes = store.num_nodes
         c, o = self.config, self.options
         if o.memory_partitioner not in PARTITIONERS:
             raise ConfigError(f"memory_partitioner {o.memory_partitioner!r}: expected one of {', '.join(PARTITIONERS)}")
@@ -203,7 +207,14 @@ class TGNNStrategy(EventStrategy):
         opts = self.options
         overlap = self.mode != "depcomm"
         self.micro = opts.micro_batches
+        self.m_cap = self._most_held(run)
         self.m = 1 if self.micro == "adaptive" else int(self.micro)
+        if self.m > self.m_cap:  # more pieces than events: empty pieces, each a collective round for nothing
+            if run.ctx.is_main:
+                log.warning("micro_batches %d is more than the %d training events a worker holds at most in a "
+                            "batch: capped at %d (the value recorded in metrics.parquet)", self.m, self.m_cap,
+                            self.m_cap)
+            self.m = self.m_cap
         self.stale = bool(opts.stale_allreduce)
         self.params = [p for p in run.parameters() if p.requires_grad]
         self.executor = (cf.ThreadPoolExecutor(1, thread_name_prefix="dynagnn-comm") if overlap else _Inline())
@@ -213,6 +224,16 @@ class TGNNStrategy(EventStrategy):
         self._decided = self.micro != "adaptive"
         self._step = 0
         self.batches = 0
+
+    def _most_held(self, run: Run) -> int:
+        """The most training events one worker holds in one batch (>= 1): the micro-batches' cap, the
+        same on every worker (the partition is broadcast before)."""
+        task, most = self.task, 1
+        for unit in task.split.train:
+            events = task.unit_events(unit)[1]
+            held = np.bincount(self.owner[task.src[events]], minlength=self.world)
+            most = max(most, int(held.max()) if held.size else 0)
+        return most
 
     def _new_memory(self, run: Run) -> PartitionedMemory:
         """Partition the memory rows (``self.owner`` int64 [N]) and allocate this worker's."""
@@ -308,7 +329,7 @@ class TGNNStrategy(EventStrategy):
         """Micro-batches of the epoch's step ``step``: adaptive m measures its candidates first."""
         if self.micro == "adaptive" and self._measuring():
             i = step // PROBE_STEPS
-            return ADAPTIVE_CHOICES[i] if i < len(ADAPTIVE_CHOICES) else self.m
+            return min(ADAPTIVE_CHOICES[i], self.m_cap) if i < len(ADAPTIVE_CHOICES) else self.m
         return self.m
 
     def _measuring(self) -> bool:

@@ -129,7 +129,8 @@ class VertexPartition(Strategy):
     Options = VertexOptions
     family = "window"
 
-    def check(self, model, num_nodes, workers):
+    def check(self, model, store, workers):
+        num_nodes = store.num_nodes
         if workers > num_nodes:
             raise ConfigError(f"vertex strategy: {workers} workers for {num_nodes} vertices; use at most "
                               f"{num_nodes} workers")
