@@ -50,6 +50,7 @@ def test_unreachable_torchrun_master(link_store, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "test")  # what torchrun sets beside the group's variables
     monkeypatch.setenv("MASTER_ADDR", "no-such-host.invalid")
     monkeypatch.setenv("MASTER_PORT", "29511")
     rc = main(["-q", "train", str(link_store), "--out-dir", str(tmp_path / "o"), "--strategy", "vertex"])

@@ -53,5 +53,10 @@ class DistContext:
 
     @classmethod
     def single(cls, device: torch.device | str = "cpu") -> "DistContext":
-        """The context of a plain one-process run (no process group)."""
+        """The context of a plain one-process run (no process group). Refused (ConfigError, one line)
+        where torchrun's variables, left in the shell, name a group of several processes: the user
+        meant a job of that many, or did not mean them at all."""
+        from dynagnn.distributed.launch import refuse_mismatch
+
+        refuse_mismatch(1, 1)
         return cls(device=torch.device(device))

@@ -7,9 +7,25 @@ returns what each rank returned, in rank order:
   child of a process whose OpenMP pool is running can deadlock). They form a process group over TCP
   on 127.0.0.1 with gloo on CPU and nccl on GPU (one GPU per worker, ``cuda:worker``); each process
   gets its share of the cores (``torch.set_num_threads``).
-* **torchrun**: when ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` are set, this process is one rank of
-  a job torchrun started (possibly across machines). It joins that group (``env://``) and runs ``fn``
-  itself; the list holds only its own result at index 0. Spawning and restarting is torchrun's job.
+* **torchrun**: when torchrun started this process (``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` set,
+  and torchrun's own ``TORCHELASTIC_RUN_ID``, ``GROUP_RANK`` or ``LOCAL_WORLD_SIZE``), it is one rank of
+  a job torchrun started (possibly across machines). It joins that group and runs ``fn`` itself; the
+  list holds only its own result at index 0. Spawning and restarting is torchrun's job.
+* **Torchrun's variables without torchrun** (left in a shell, or set by another launcher): the job's
+  ``workers × procs_per_worker`` must equal ``WORLD_SIZE``, else it is refused at once, in one line
+  (:func:`check_environment`); when they agree, this process joins that group as rank ``RANK``, as
+  it would under torchrun.
+
+Joining a group (torchrun's, or one named by the environment) is a rendezvous first: every rank
+announces itself in the master's store, and one that does not see all ``WORLD_SIZE`` ranks within
+``DYNAGNN_CONNECT_TIMEOUT`` seconds (default 60) stops with one line naming the ranks that never
+came, not after the process group's timeout with a ``DistStoreError``.
+
+Lifetime: a worker dies with its launcher, whatever killed it (:mod:`.lifeline`: Linux's
+parent-death signal, and a thread watching the launcher's end of a pipe); the launcher stops its
+workers on SIGTERM and SIGHUP and raises :class:`JobStopped` (the command exits non-zero). Results
+come back through one pipe per worker, so no semaphore is left for the resource tracker to call
+leaked.
 
 Failure: a worker that raises or dies (a signal, ``os._exit``) ends the job. The parent sees the
 exit at once (it waits on the processes' sentinels), terminates the other workers, and raises one
@@ -22,15 +38,17 @@ default 600 or ``DYNAGNN_DIST_TIMEOUT``). A :class:`~dynagnn.errors.DynagnnError
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
+import math
 import multiprocessing as mp
 import multiprocessing.connection
 import os
 import pickle
-import queue as queue_mod
 import signal
 import socket
+import threading
 import time
 import traceback
 from typing import Any, Callable
@@ -39,21 +57,107 @@ import torch
 import torch.distributed as dist
 
 from dynagnn.distributed.context import DistContext, DistError
+from dynagnn.distributed.lifeline import die_with_parent, stop_children
 from dynagnn.errors import ConfigError, DynagnnError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600.0
+DEFAULT_CONNECT_TIMEOUT = 60.0
+EXIT_GRACE = 10.0  # seconds workers that reported success get to exit before they are terminated
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
+# set by torchrun (torch.distributed.elastic) for every process it starts, and by no shell
+_TORCHRUN_MARKERS = ("TORCHELASTIC_RUN_ID", "GROUP_RANK", "LOCAL_WORLD_SIZE")
 
 
-def under_torchrun() -> bool:
-    """Whether torchrun (or any launcher that sets RANK, WORLD_SIZE and MASTER_ADDR) started us."""
+class JobStopped(DistError):
+    """The launcher was told to stop (SIGTERM, SIGHUP): its workers were stopped."""
+
+
+def env_seconds(name: str, default: float) -> float:
+    """Seconds from the environment variable ``name`` (``default`` when unset); ConfigError, in one
+    line, for a value that is not a positive finite number."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return float(default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name}={text!r}: expected a positive number of seconds (default {default:g})")
+    return value
+
+
+def group_in_environment() -> bool:
+    """Whether the environment names a process group to join: ``RANK``, ``WORLD_SIZE`` and
+    ``MASTER_ADDR`` all set (by torchrun, another launcher, or left in a shell)."""
     return all(v in os.environ for v in _TORCHRUN_VARS)
 
 
+def under_torchrun() -> bool:
+    """Whether torchrun started this process: its group's variables (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``) and one it sets that no shell does (``TORCHELASTIC_RUN_ID``, ``GROUP_RANK`` or
+    ``LOCAL_WORLD_SIZE``). Stray ``RANK``/``WORLD_SIZE``/``MASTER_ADDR`` alone are not torchrun
+    (:func:`check_environment` decides what they mean)."""
+    return group_in_environment() and any(v in os.environ for v in _TORCHRUN_MARKERS)
+
+
+def _world_in_environment() -> int:
+    text = os.environ["WORLD_SIZE"]
+    try:
+        world = int(text)
+    except ValueError:
+        world = 0
+    if world < 1:
+        raise ConfigError(f"WORLD_SIZE={text!r} in the environment: expected a positive number of processes "
+                          "(it names the process group to join; unset RANK, WORLD_SIZE and MASTER_ADDR to spawn "
+                          "--workers local processes)")
+    return world
+
+
+def refuse_mismatch(workers: int, procs_per_worker: int = 1) -> None:
+    """ConfigError (one line) where torchrun's variables are set without torchrun and their
+    ``WORLD_SIZE`` is not the job's ``workers × procs_per_worker`` processes: they are most likely
+    left over in the shell, and obeying either number would be a guess."""
+    if under_torchrun() or not group_in_environment():
+        return
+    world = _world_in_environment()
+    wanted = int(workers) * int(procs_per_worker)
+    if world != wanted:
+        procs = f"{wanted} process{'es' if wanted > 1 else ''}"
+        per = f" ({procs_per_worker} per worker)" if int(procs_per_worker) > 1 else ""
+        raise ConfigError(f"WORLD_SIZE={world} in the environment, but --workers {workers} asks for {procs}{per} "
+                          "and torchrun did not start this process (no TORCHELASTIC_RUN_ID): unset RANK, "
+                          "WORLD_SIZE and MASTER_ADDR (left over from a torchrun job?) or start the job with torchrun")
+
+
+def check_environment(workers: int, procs_per_worker: int = 1) -> bool:
+    """Whether a job of ``workers × procs_per_worker`` processes joins the group the environment names
+    (True) or spawns its own (False). Under torchrun it joins, and ``--workers`` yields to torchrun's
+    ``WORLD_SIZE``. Torchrun's variables set without torchrun are honoured only when ``WORLD_SIZE`` is
+    the job's process count (another launcher's job); a mismatch is refused at once
+    (:func:`refuse_mismatch`)."""
+    if under_torchrun():
+        return True
+    if not group_in_environment():
+        return False
+    refuse_mismatch(workers, procs_per_worker)
+    log.info("RANK, WORLD_SIZE and MASTER_ADDR are set but torchrun did not start this process: joining their "
+             "group as rank %s of %s (unset them to spawn --workers local processes instead)",
+             os.environ.get("RANK"), os.environ.get("WORLD_SIZE"))
+    return True
+
+
 def default_timeout() -> float:
-    return float(os.environ.get("DYNAGNN_DIST_TIMEOUT", DEFAULT_TIMEOUT))
+    """The process group's timeout: ``DYNAGNN_DIST_TIMEOUT`` seconds (default 600)."""
+    return env_seconds("DYNAGNN_DIST_TIMEOUT", DEFAULT_TIMEOUT)
+
+
+def connect_timeout() -> float:
+    """How long a rank waits to reach the master and to see every rank: ``DYNAGNN_CONNECT_TIMEOUT``
+    seconds (default 60)."""
+    return env_seconds("DYNAGNN_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
 
 
 def available_cores() -> int:
@@ -102,42 +206,49 @@ def _colocated_group(rank: int, world: int, ppw: int):
 
 
 def _init(rank: int, world: int, local_rank: int, dev: torch.device, ppw: int, timeout: float,
-          init_method: str) -> DistContext:
+          init_method: str | None = None, store=None) -> DistContext:
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
     # nccl refuses two ranks on one GPU (BLAD's co-located pair): such jobs go through gloo, which
     # all-reduces CUDA tensors and sends host copies
     backend = backend_for(dev) if ppw == 1 else "gloo"
-    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world,
+    dist.init_process_group(backend, init_method=init_method, store=store, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
     return DistContext(rank, world, local_rank, dev, backend, ppw, _colocated_group(rank, world, ppw))
 
 
 def _child(rank: int, world: int, port: int, device, ppw: int, threads: int, timeout: float,
-           fn: Callable, args: tuple, results) -> None:
+           fn: Callable, args: tuple, report) -> None:
+    """One worker: ``fn``'s result (or its failure) goes back through ``report``, this worker's end of
+    its pipe to the launcher; it dies with the launcher (:func:`~.lifeline.die_with_parent`)."""
+    die_with_parent()
     code = 0
     try:
         torch.set_num_threads(threads)
         ctx = _init(rank, world, rank, _device_of(device, rank // ppw), ppw, timeout, f"tcp://127.0.0.1:{port}")
         out = fn(ctx, *args)
-        # plain pickle: torch's queue reducer would share tensors through file descriptors of a
-        # process that is about to exit
-        results.put((rank, "ok", pickle.dumps(out)))
+        # plain pickle: torch's reducer would share tensors through file descriptors of a process
+        # that is about to exit
+        message = ("ok", pickle.dumps(out))
     except BaseException as exc:  # reported to the parent, which decides what the user sees
         code = 1
         if isinstance(exc, DynagnnError):
-            results.put((rank, "user", (type(exc), str(exc))))
+            message = ("user", (type(exc), str(exc)))
         else:
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            results.put((rank, "crash", (last, traceback.format_exc())))
+            message = ("crash", (last, traceback.format_exc()))
     finally:
         if dist.is_initialized():
             try:
                 dist.destroy_process_group()
             except Exception:
                 pass
-        results.close()
-        results.join_thread()
+    try:
+        report.send_bytes(pickle.dumps(message))
+        report.close()
+    except Exception:  # the launcher is gone (it would have killed us) or the result does not pickle
+        code = code or 1
+    stop_children()  # the samplers this worker started; the semaphores it made (tqdm's, numcodecs')
     os._exit(code)  # skip interpreter teardown: a peer may be gone and atexit hooks could block
 
 
@@ -165,6 +276,32 @@ def _peer_error(text: str) -> bool:
                                 "timeout", "connection refused", "socket"))
 
 
+@contextlib.contextmanager
+def _stop_on(signals=(signal.SIGTERM, signal.SIGHUP)):
+    """While the launcher waits for its workers: SIGTERM or SIGHUP raise :class:`JobStopped` (once;
+    a second signal during the clean-up is ignored, so the workers are still stopped)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def handler(signum, frame):
+        if got:
+            return
+        got.append(signum)
+        raise JobStopped(f"stopped by {signal.Signals(signum).name}: the workers were stopped; nothing was written")
+
+    old = {}
+    for s in signals:
+        with contextlib.suppress(ValueError, OSError):
+            old[s] = signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 1,
            device: str | torch.device = "cpu", threads: int | None = None,
            timeout: float | None = None) -> list[Any]:
@@ -175,74 +312,99 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
     """
     check_workers(workers, procs_per_worker)
     timeout = default_timeout() if timeout is None else float(timeout)
-    if under_torchrun():
+    if check_environment(workers, procs_per_worker):
         return [_run_torchrun(fn, args, procs_per_worker, device, threads, timeout)]
     world = int(workers) * int(procs_per_worker)
     threads = int(threads) if threads else max(1, available_cores() // world)
     ctx = mp.get_context("spawn")
-    results = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_child, args=(r, world, port, device, procs_per_worker, threads, timeout,
-                                               fn, args, results), daemon=True, name=f"dynagnn-worker-{r}")
-             for r in range(world)]
-    for p in procs:
-        p.start()
     outs: dict[int, Any] = {}
     failures: dict[int, tuple[str, Any]] = {}
-    try:
-        _supervise(procs, results, outs, failures)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join()
-        results.close()
+    procs: list = []
+    readers: list = []
+    with _stop_on():
+        try:
+            for r in range(world):
+                reader, writer = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=_child, args=(r, world, port, device, procs_per_worker, threads, timeout,
+                                                     fn, args, writer), daemon=True, name=f"dynagnn-worker-{r}")
+                p.start()
+                writer.close()  # the worker holds the only write end: its death reads as an end of file
+                procs.append(p)
+                readers.append(reader)
+            _supervise(procs, readers, outs, failures)
+            if not failures:  # every worker reported: let them finish their exit (they release what they hold)
+                deadline = time.monotonic() + EXIT_GRACE
+                for p in procs:
+                    p.join(max(0.0, deadline - time.monotonic()))
+        finally:
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+            for reader in readers:
+                reader.close()
     if failures:
         raise _failure(procs, failures)
     return [outs[r] for r in range(world)]
 
 
-def _drain(results, outs, failures) -> None:
-    while True:
+def _read(reader) -> tuple[str, Any] | None:
+    """A worker's report from its pipe; None when it ended without one."""
+    try:
+        kind, payload = pickle.loads(reader.recv_bytes())
+    except (EOFError, OSError):
+        return None
+    except Exception as exc:  # a result that does not unpickle here
+        return "crash", (f"its result could not be read: {exc}", traceback.format_exc())
+    if kind == "ok":
         try:
-            rank, kind, payload = results.get_nowait()
-        except queue_mod.Empty:
-            return
-        if kind == "ok":
-            outs[rank] = pickle.loads(payload)
-        else:
-            failures[rank] = (kind, payload)
+            return kind, pickle.loads(payload)
+        except Exception as exc:
+            return "crash", (f"its result could not be read: {exc}", traceback.format_exc())
+    return kind, payload
 
 
-def _supervise(procs, results, outs, failures) -> None:
+def _supervise(procs, readers, outs, failures) -> None:
     """Wait until every worker reported, or until one failed (then give the others a moment to
     report their side and return: the caller terminates whoever is left)."""
-    pending = {p.sentinel: r for r, p in enumerate(procs)}
+    pipes = {reader: r for r, reader in enumerate(readers)}
+    sentinels = {p.sentinel: r for r, p in enumerate(procs)}
     failed_at = None
-    while pending or len(outs) + len(failures) < len(procs):
-        ready = multiprocessing.connection.wait(list(pending), timeout=0.1)
-        _drain(results, outs, failures)
-        for s in ready:
-            r = pending.pop(s)
-            procs[r].join()
-            if procs[r].exitcode != 0 and r not in failures:
-                time.sleep(0.2)  # its report may still be in the pipe
-                _drain(results, outs, failures)
-                failures.setdefault(r, ("died", procs[r].exitcode))
-        if failures and failed_at is None:
-            failed_at = time.monotonic()
-        if failed_at is not None and (not pending or time.monotonic() - failed_at > 2.0):
-            _drain(results, outs, failures)
+
+    def take(r: int) -> None:
+        reader = readers[r]
+        if reader not in pipes:
             return
-        if not pending and len(outs) + len(failures) < len(procs):
-            _drain(results, outs, failures)
-            for r in range(len(procs)):
+        del pipes[reader]
+        report = _read(reader)
+        if report is None:
+            return
+        kind, payload = report
+        if kind == "ok":
+            outs[r] = payload
+        else:
+            failures[r] = (kind, payload)
+
+    while len(outs) + len(failures) < len(procs):
+        ready = multiprocessing.connection.wait(list(pipes) + list(sentinels), timeout=0.1)
+        for obj in ready:  # reports first: a worker writes its report before it exits
+            if obj in pipes:
+                take(pipes[obj])
+        for obj in ready:
+            if obj in sentinels:
+                r = sentinels.pop(obj)
+                procs[r].join()
+                take(r)  # what it wrote before it exited, if anything
                 if r not in outs and r not in failures:
                     failures[r] = ("died", procs[r].exitcode)
+        if failures and failed_at is None:
+            failed_at = time.monotonic()
+        if failed_at is not None and (not sentinels or time.monotonic() - failed_at > 2.0):
             return
 
 
@@ -284,6 +446,56 @@ def _check_master(addr: str, port: int, timeout: float) -> None:
             time.sleep(0.5)
 
 
+def _rendezvous(addr: str, port: int, rank: int, world: int, wait: float, timeout: float):
+    """The store of the group the environment names, once every rank has announced itself in it.
+
+    Rank 0 hosts it (unless torchrun's agent already does); each rank adds itself and waits up to
+    ``wait`` seconds for all ``world``: one that is missing by then stops the job with one line naming
+    the missing ranks (the process group's own wait would last its ``timeout``, then print a
+    ``DistStoreError`` traceback). Returns the store the process group uses (its timeout ``timeout``).
+    """
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    host = rank == 0 and not agent
+    if not host:
+        _check_master(addr, port, wait)
+    try:
+        store = dist.TCPStore(addr, port, world_size=None, is_master=host, timeout=datetime.timedelta(seconds=wait),
+                              wait_for_workers=False, multi_tenant=True)
+    except Exception as exc:  # DistStoreError, RuntimeError: the port is taken, the master went away
+        what = f"host the job's store on {addr}:{port}" if host else f"join the job's store at {addr}:{port}"
+        raise DistError(f"cannot {what} (MASTER_ADDR/MASTER_PORT): {' '.join(str(exc).split())[:300]}") from None
+    # an attempt's own keys: torchrun's agent keeps its store across restarts of the workers
+    attempt = f"dynagnn/{os.environ.get('TORCHELASTIC_RUN_ID', 'env')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    deadline = time.monotonic() + wait
+    try:
+        store.set(f"{attempt}/rank/{rank}", "1")
+        arrived, pause = store.add(f"{attempt}/arrived", 1), 0.02
+        while arrived < world:
+            if time.monotonic() >= deadline:
+                keys = [f"{attempt}/rank/{r}" for r in range(world)]
+                missing = [r for r, k in enumerate(keys) if not store.check([k])]
+                raise DistError(_missing_ranks(missing, world, addr, port, wait))
+            time.sleep(pause)
+            pause = min(0.5, pause * 1.5)
+            arrived = store.add(f"{attempt}/arrived", 0)
+    except DistError:
+        raise
+    except Exception as exc:  # the host went away while we waited
+        raise DistError(f"lost the job's store at {addr}:{port} during the rendezvous of {world} ranks: "
+                        f"{' '.join(str(exc).split())[:300]}") from None
+    store.set_timeout(datetime.timedelta(seconds=timeout))
+    return dist.PrefixStore(f"{attempt}/pg", store)
+
+
+def _missing_ranks(missing: list[int], world: int, addr: str, port: int, wait: float) -> str:
+    shown = ", ".join(str(r) for r in missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    ranks = f"rank{'s' if len(missing) > 1 else ''} {shown}"
+    told = "torchrun started this job" if under_torchrun() else \
+        "torchrun did not start this process: are RANK, WORLD_SIZE and MASTER_ADDR left over in the shell?"
+    return (f"the job's {world} processes did not all meet at {addr}:{port} within {wait:.0f} s: {ranks} never "
+            f"came ({told}; DYNAGNN_CONNECT_TIMEOUT sets the wait)")
+
+
 def _run_torchrun(fn, args, ppw, device, threads, timeout):
     env = os.environ
     try:
@@ -293,15 +505,19 @@ def _run_torchrun(fn, args, ppw, device, threads, timeout):
     except ValueError as exc:
         raise DistError(f"torchrun environment is malformed ({exc}): RANK, WORLD_SIZE, LOCAL_RANK and "
                         "MASTER_PORT must be integers") from None
+    if not 0 <= rank < world or not 0 <= port < 2 ** 16:
+        raise DistError(f"torchrun environment is malformed: RANK={rank} of WORLD_SIZE={world}, MASTER_PORT={port}")
     if world % ppw:
         raise ConfigError(f"torchrun started {world} processes, not a multiple of {ppw} per worker")
     addr = env["MASTER_ADDR"]
-    # rank 0 hosts the store unless torchrun's agent already does
-    if rank != 0 or env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-        _check_master(addr, port, min(timeout, float(env.get("DYNAGNN_CONNECT_TIMEOUT", 60))))
-    nlocal = int(env.get("LOCAL_WORLD_SIZE", 1))
-    torch.set_num_threads(int(threads) if threads else max(1, available_cores() // nlocal))
-    ctx = _init(rank, world, local_rank, _device_of(device, local_rank // ppw), ppw, timeout, "env://")
+    wait = min(timeout, connect_timeout())
+    try:
+        nlocal = int(env.get("LOCAL_WORLD_SIZE", 1))
+    except ValueError:
+        nlocal = 1
+    torch.set_num_threads(int(threads) if threads else max(1, available_cores() // max(1, nlocal)))
+    store = _rendezvous(addr, port, rank, world, wait, timeout)
+    ctx = _init(rank, world, local_rank, _device_of(device, local_rank // ppw), ppw, timeout, store=store)
     try:
         return fn(ctx, *args)
     finally:

@@ -11,7 +11,8 @@ pages reserved up front) and a pipe for doorbells. The sender copies a message's
 and writes a doorbell of a few int64 to the pipe: where the message starts, the parts' dtypes and
 lengths. The receiver reads the doorbell itself (no helper thread: a doorbell already written is
 read at once) and copies the parts out. The names are unlinked as soon as both processes opened
-them, so a crash leaves nothing behind, and a partner that dies closes its end of the pipe: the
+them, so a crash leaves nothing behind (the files of a process killed in the moment before are
+removed by the next channel made on this machine), and a partner that dies closes its end of the pipe: the
 receiver reads the end of the file and raises :class:`~dynagnn.distributed.context.DistError` instead of
 waiting (and gives up after the job's timeout, :func:`~dynagnn.distributed.launch.default_timeout`).
 
@@ -108,6 +109,7 @@ class PairChannel:
             if first:
                 capacity = _padded(max(int(capacity), ALIGN))
                 if shared:
+                    _sweep(_shared_dir())
                     base = os.path.join(_shared_dir(), f"dynagnn-pair-{os.getpid()}-{uuid.uuid4().hex[:12]}")
                     try:
                         arena = _map(base, 2 * capacity, create=True)
@@ -331,6 +333,26 @@ def _unlink(base: str) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _sweep(folder: str) -> None:
+    """Remove the ring files of processes that are gone: killed (SIGKILL) in the moment between making
+    them and unlinking them, once both ends had opened them."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith("dynagnn-pair-")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            pid = int(name.split("-")[2])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, PermissionError):
+            continue  # not ours to judge, or alive under another user
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
 
 
 def message_bytes(*parts: tuple[int, torch.dtype]) -> int:
