@@ -6,8 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,17 +15,7 @@ from dynagnn import atomic
 from dynagnn.atomic import (NoSpaceError, ReplaceRefused, folder_refusal, is_dynagnn_store, remove_stale_temporaries,
                             remove_stale_temporaries_in, replace_refusal, write_all, write_atomic, write_text)
 from dynagnn.tables import write_table
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
-
-
-def snapshot(root: Path) -> dict[str, bytes | None]:
-    """Every path under root with its bytes (None for a folder): what a refused write must not change."""
-    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in root.rglob("*")}
+from tests.badinput.common import dead_pid, snapshot
 
 
 def fake_store(path: Path, attrs: dict | None = None) -> Path:

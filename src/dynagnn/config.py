@@ -101,9 +101,8 @@ def _with_options(schema: dict) -> dict:
     own."""
     schema = copy.deepcopy(schema)
     props = schema["properties"]["train"]["properties"]
-    for cls in _train_keys().STRATEGIES.values():
-        for key in cls.Options.declared():
-            props.setdefault(key, cls.Options.json_schema(key))
+    for key, fragment in _train_keys().option_schemas().items():
+        props.setdefault(key, fragment)
     return schema
 
 

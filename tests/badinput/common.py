@@ -8,9 +8,23 @@ The table's rows live in the ``test_*.py`` files beside this one, one file per a
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from dynagnn.cli import main
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under root with its bytes (None for a folder): what a refused write must not change."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in root.rglob("*")}
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (a killed writer's, for its stale temporaries)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
 
 
 def tree(root: Path) -> set[str]:

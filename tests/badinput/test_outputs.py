@@ -19,8 +19,6 @@ import os
 import pathlib
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,21 +33,11 @@ from dynagnn.train import engine
 from dynagnn.train.engine import TrainConfig, TrainingError, load_checkpoint_file
 from tests.train.conftest import small_store
 
-from .common import assert_refused
+from .common import assert_refused, dead_pid, snapshot
 
 SPEC = json.dumps({"format": "synthetic", "generator": "blad", "features": {"kind": "degree", "dim": 4},
                    "params": {"num_nodes": 30, "num_edges": 100, "num_snapshots": 6, "seed": 1}})
 FAST = ["--epochs", "1", "--window", "2", "--hidden", "4", "--threads", "1"]
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
-
-
-def contents(root: Path) -> dict[str, bytes | None]:
-    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in root.rglob("*")}
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +89,9 @@ INGEST_OUTPUTS = {
 def test_ingest_replaces_only_a_store(capfd, tmp_path, case):
     make, message = INGEST_OUTPUTS[case]
     out = make(tmp_path)
-    before = contents(tmp_path)
+    before = snapshot(tmp_path)
     assert_refused(capfd, ["ingest", "--spec", SPEC, "--dataset", "d", "--out", str(out)], tmp_path, message)
-    assert contents(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_ingest_out_dot_is_one_line(capfd, tmp_path, monkeypatch):
@@ -145,10 +133,10 @@ TRAIN_OUTPUTS = {
 @pytest.mark.parametrize("case", TRAIN_OUTPUTS)
 def test_train_refuses_a_finished_run_of_another_model(capfd, store, run, case):
     flags, message = TRAIN_OUTPUTS[case]
-    before = contents(run)
+    before = snapshot(run)
     argv = ["train", str(store), "--out-dir", str(run), *FAST, *flags]
     assert_refused(capfd, argv, run.parent, rf"dynagnn train: error: --out-dir {run} {message}")
-    assert contents(run) == before
+    assert snapshot(run) == before
     assert main(["-q", *argv, "--overwrite"]) == 0  # the flag the message names
     config = load_checkpoint_file(run / "model.pt")["config"]
     given = dict(zip(flags[::2], flags[1::2]))
@@ -227,13 +215,13 @@ def test_a_full_disk_keeps_the_previous_run_and_what_was_trained(capfd, store, r
     _fill(monkeypatch, [run], error)
     real_free = atomic.free_bytes
     monkeypatch.setattr(atomic, "free_bytes", lambda folder: 0 if Path(folder) == run else real_free(folder))
-    before = contents(run)
+    before = snapshot(run)
     line = assert_refused(capfd, ["train", str(store), "--out-dir", str(run), "--model", "tgcn", *FAST], run.parent,
                           rf"dynagnn train: error: no space left on device writing {run / 'model.pt'} \(0\.0 MiB "
                           rf"free there\); {run / 'model.pt'} was left as it was; the trained run \(metrics\.parquet, "
                           r"timings\.parquet, comm\.parquet, model\.pt\) was kept in \S+ \(DYNAGNN_RESCUE_DIR chooses "
                           rf"where\): move the files into {run} once it can take them")
-    assert contents(run) == before  # the previous outputs, byte for byte
+    assert snapshot(run) == before  # the previous outputs, byte for byte
     kept = Path(line.split(" was kept in ")[1].split(" ")[0])
     assert kept.parent == rescue and kept.name.startswith("run-")
     assert sorted(p.name for p in kept.iterdir()) == ["comm.parquet", "metrics.parquet", "model.pt", "timings.parquet"]

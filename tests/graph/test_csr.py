@@ -30,8 +30,14 @@ def test_values_and_gradient_match_dense(symmetric, weighted):
     ref = dense_normalized(r, c, w, n)
     assert adj.symmetric == symmetric
     torch.testing.assert_close(adj.dense(), ref, rtol=1e-6, atol=1e-7)
-    x = torch.randn(n, 4, requires_grad=True, dtype=torch.float32)
-    g = torch.randn(n, 4)
+    assert_aggregates_as(adj, ref, 4)
+
+
+def assert_aggregates_as(adj, ref: torch.Tensor, width: int) -> None:
+    """``aggregate(adj, x)`` is ``ref @ x``, and its gradient to x is ``refᵀ g``, for random x, g."""
+    n = ref.shape[0]
+    x = torch.randn(n, width, requires_grad=True, dtype=torch.float32)
+    g = torch.randn(n, width)
     y = aggregate(adj, x)
     torch.testing.assert_close(y, ref @ x, rtol=1e-5, atol=1e-6)
     (y * g).sum().backward()
@@ -118,12 +124,7 @@ def test_directed_graph_by_hand_in_degree_convention():
     assert not adj.symmetric
     torch.testing.assert_close(adj.dense(), ref)
     torch.testing.assert_close(dense_normalized(src, dst, w, n), ref)
-    x = torch.randn(n, 3, requires_grad=True)
-    g = torch.randn(n, 3)
-    y = aggregate(adj, x)
-    torch.testing.assert_close(y, ref @ x, rtol=1e-5, atol=1e-6)
-    (y * g).sum().backward()
-    torch.testing.assert_close(x.grad, ref.t() @ g, rtol=1e-5, atol=1e-6)
+    assert_aggregates_as(adj, ref, 3)
 
 
 def test_directed_graph_matches_pyg_gcn_norm_and_gcnconv():

@@ -73,15 +73,9 @@ TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", 
 def option_fields() -> dict[str, tuple[dict, list[str]]]:
     """Every option of the registered strategies: {key: (its JSON schema, the strategies that take it)},
     in registry order."""
-    from ..train.strategies import STRATEGIES
+    from ..train.run_config import option_schemas, takers
 
-    out: dict[str, tuple[dict, list[str]]] = {}
-    for name, cls in STRATEGIES.items():
-        for key in cls.Options.declared():
-            schema, takers = out.setdefault(key, (cls.Options.json_schema(key), []))
-            if key in cls.settable():
-                takers.append(name)
-    return out
+    return {key: (schema, takers(key)) for key, schema in option_schemas().items()}
 
 
 def _flag_kind(schema: dict) -> dict:

@@ -119,13 +119,20 @@ def shared_fields() -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name != "options")
 
 
-def option_schema(key: str) -> dict | None:
-    """The JSON schema of option ``key`` (every strategy that declares it declares the same; a test
-    holds them to it), or None where no registered strategy declares it."""
+def option_schemas() -> dict[str, dict]:
+    """Every option of the registered strategies with its JSON schema, in registry order (every
+    strategy that declares a key declares the same schema; a test holds them to it)."""
+    out: dict[str, dict] = {}
     for cls in STRATEGIES.values():
-        if key in cls.Options.declared():
-            return cls.Options.json_schema(key)
-    return None
+        for key in cls.Options.declared():
+            if key not in out:
+                out[key] = cls.Options.json_schema(key)
+    return out
+
+
+def option_schema(key: str) -> dict | None:
+    """The JSON schema of option ``key``, or None where no registered strategy declares it."""
+    return option_schemas().get(key)
 
 
 def takers(key: str) -> list[str]:
