@@ -10,6 +10,8 @@ PY := $(VENV)/bin/python
 #   make TORCH='torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128' run
 TORCH ?= torch==2.13.0
 CORES ?= 2
+# test processes of `make test` (pytest-xdist): auto, one per core
+TEST_JOBS ?= auto
 STAMP := $(VENV)/.dynagnn-installed
 
 .PHONY: install run test bench lint clean
@@ -29,7 +31,7 @@ run: install
 	  echo "dynagnn: report results/report.html, claims table results/report/claims.html"
 
 test: install
-	. $(VENV)/bin/activate && python -m pytest -q
+	. $(VENV)/bin/activate && python -m pytest -q -n $(TEST_JOBS) --dist worksteal
 
 bench: install
 	. $(VENV)/bin/activate && python -m benchmarks

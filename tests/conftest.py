@@ -33,3 +33,11 @@ def snapshot_graph():
         cols.append(rng.integers(0, 12, m))
     return RawGraph(num_nodes=12, node_ids=np.array([f"n{i}" for i in range(12)], dtype=object),
                     snapshots=SnapshotList(rows, cols, None, np.arange(6) * 10), directed=False, name="snaps")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest tests first (a stable move): the Snakefile's end-to-end runs, then the docs' runnable
+    blocks. Each takes tens of seconds; under ``make test``'s parallel workers (pytest-xdist) one
+    started last would keep a core busy alone after every other test had finished."""
+    items.sort(key=lambda item: (item.get_closest_marker("workflow") is None,
+                                 not item.name.startswith("test_runnable_block")))

@@ -146,3 +146,14 @@ def test_check_options_names_where_the_options_came_from():
         check_options("train", {"hiden": 8}, "--options")
     with pytest.raises(ConfigError, match=r"^--options: unknown key 'runs'"):  # a run's options hold no runs
         check_options("train", {"runs": []}, "--options")
+
+
+def test_two_runs_into_one_folder_with_other_options_are_refused():
+    one = {"dataset": "a", "models": ["wdgcn"], "strategies": ["sequential"], "options": {"batch_windows": 8}}
+    two = {"dataset": "a", "models": ["tgcn", "wdgcn"], "strategies": ["sequential"]}
+    with pytest.raises(ConfigError, match=r"train\.runs\.1: trains a/wdgcn/sequential-1 as train\.runs\.0 does, "
+                                          r"with other batch_windows: one run would replace the other"):
+        validate({**MIN, "train": {"runs": [one, two]}})
+    # the same run twice, or the same folder name on another thread count, is no conflict
+    validate({**MIN, "train": {"runs": [one, dict(one)]}})
+    validate({**MIN, "train": {"runs": [one, {**one, "options": {"batch_windows": 8, "threads": 2}}]}})

@@ -202,6 +202,23 @@ def check_train(cfg: dict[str, Any], given: dict[str, Any] | None = None) -> Non
             if key not in keys.shared_fields() and not any(key in keys.strategy_class(s).settable()
                                                            for s in strategies):
                 raise ConfigError(keys.refusal(key, strategies, f"config key {where}.options.{key}"))
+    _check_one_run_per_folder(section)
+
+
+def _check_one_run_per_folder(section: dict[str, Any]) -> None:
+    """Two runs that would train into one folder (``<dataset>/<model>/<strategy>-<slot>``) with other
+    options: one would silently replace the other."""
+    seen: dict[tuple, tuple[int, dict]] = {}
+    for i, run in enumerate(section.get("runs", [])):
+        for r in train_runs({"train": {**section, "runs": [run]}}):
+            folder = (r["dataset"], r["model"], f"{r['strategy']}-{r['slot']}")
+            if folder in seen and seen[folder][1] != r["options"]:
+                j, other = seen[folder]
+                differ = sorted(k for k in set(other) | set(r["options"]) if other.get(k) != r["options"].get(k))
+                raise ConfigError(f"config key train.runs.{i}: trains {'/'.join(folder)} as train.runs.{j} does, "
+                                  f"with other {', '.join(differ)}: one run would replace the other; "
+                                  "give one of them another dataset, model, strategy or worker count")
+            seen.setdefault(folder, (i, r["options"]))
 
 
 def keys_for(strategy: str, options: dict[str, Any]) -> dict[str, Any]:

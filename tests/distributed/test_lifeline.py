@@ -28,6 +28,7 @@ def _child(mode: str) -> None:
     elif mode == "signal":   # the parent-death signal alone: no watching thread
         lifeline._watch = lambda sentinel: None
     lifeline.die_with_parent()
+    print("ready", flush=True)
     time.sleep(300)
 
 
@@ -46,7 +47,7 @@ def test_a_child_dies_when_its_parent_is_killed(mode):
                             stdout=subprocess.PIPE)
     try:
         child = psutil.Process(int(proc.stdout.readline()))
-        time.sleep(2.0)   # the child has called die_with_parent (it imports only the test module and lifeline)
+        assert proc.stdout.readline().strip() == b"ready"   # the child has called die_with_parent
         proc.kill()
         proc.wait(10)
         deadline = time.monotonic() + 10

@@ -4,9 +4,12 @@ changed source re-runs the ingest, and a source folder's files are inputs one by
 
 import shutil
 
+import pytest
 import yaml
 
 from .test_snakefile import TINY, snakemake, workdir
+
+pytestmark = pytest.mark.workflow
 
 
 def _config(wd, datasets):

@@ -9,9 +9,10 @@ prevent that: multiprocessing terminates daemonic children only when the parent 
 So every child calls :func:`die_with_parent` first thing. It uses two mechanisms, each enough alone:
 
 * **Linux's parent-death signal**: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` asks the kernel to kill this
-  process the moment its parent thread ends, however it ends. The parent may have died before the
-  call (the child imports torch first); then ``os.getppid()`` is no longer the parent's pid, and the
-  child exits at once.
+  process the moment its parent thread ends, however it ends. A worker's parent is the fork server
+  (:mod:`.launch`), which exits as soon as the launcher is gone. The parent may have died before the
+  call; then the sentinel below reads an end of file at once (or, without one, ``os.getppid()`` is
+  no longer the parent's pid), and the child exits.
 * **The parent's sentinel**: a spawned child holds the read end of a pipe whose only write end is
   its parent's; the kernel closes it when the parent dies, so a thread waiting on it wakes with an
   end of file and kills the process. This works where prctl does not exist (macOS), and also when
@@ -68,11 +69,12 @@ def die_with_parent(parent_pid: int | None = None) -> None:
     parent = multiprocessing.parent_process()
     pid = parent.pid if parent is not None else parent_pid
     _set_pdeathsig(signal.SIGKILL)
-    if pid is not None and os.getppid() != pid:  # the parent died before the signal was asked for
-        os._exit(1)
     sentinel = getattr(parent, "sentinel", None)
     if sentinel is not None:
+        # the watch sees a parent that died before the signal was asked for (an end of file at once)
         threading.Thread(target=_watch, args=(sentinel,), daemon=True, name="dynagnn-lifeline").start()
+    elif pid is not None and os.getppid() != pid:  # the parent died before the signal was asked for
+        os._exit(1)
 
 
 def stop_children(grace: float = 1.0) -> None:
