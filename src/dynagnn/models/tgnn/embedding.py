@@ -21,7 +21,14 @@ from dynagnn.models.tgnn.time_encoding import TimeEncoding
 
 class TemporalAttention(nn.Module):
     """``forward(h_root [R, dn], h_nbr [R, k, dn], e_nbr [R, k, de] or None, dt [R, k] float32,
-    valid bool [R, k]) -> z [R, out_dim]``; ``out_dim`` divisible by ``heads``."""
+    valid bool [R, k]) -> z [R, out_dim]``; ``out_dim`` divisible by ``heads``.
+
+    :meth:`forward_indexed` computes the same from a table of distinct node rows and indices into
+    it, which is how a batch holds them (TGLite's dedup, TGOpt's time-encoding lookup): every
+    linear layer is split by its input blocks, the node blocks are applied once per distinct node
+    (not once per root and neighbour: R(1 + k) rows), and the time block once per distinct Δt. The
+    arithmetic is the same up to the order of float sums.
+    """
 
     def __init__(self, node_dim: int, edge_dim: int, time_enc: TimeEncoding, out_dim: int,
                  heads: int = 2, dropout: float = 0.1):
@@ -49,6 +56,36 @@ class TemporalAttention(nn.Module):
         att = torch.softmax(score, dim=1).nan_to_num(0.0)  # a root without neighbours: all -inf -> 0
         out = (att.unsqueeze(-1) * val).sum(1).reshape(r, -1)
         return self.norm(self.dropout(F.relu(self.w_o(torch.cat([out, h_root], dim=1)))))
+
+    def forward_indexed(self, table, root_idx, nbr_idx, e_nbr, dt, valid):
+        """:meth:`forward` of ``h_root = table[root_idx]`` and ``h_nbr = table[nbr_idx]``.
+
+        Args:
+            table: [U, dn], the distinct node rows (a batch's updated memory).
+            root_idx: int64 [R]; nbr_idx: int64 [R, k] (any row where not ``valid``).
+            e_nbr, dt, valid: as :meth:`forward`.
+        """
+        r, k = dt.shape
+        h, dn, de = self.heads, table.shape[1], self.edge_dim
+        d = self.w_q.out_features
+        w_q = self.w_q.weight
+        q = (table @ w_q[:, :dn].T)[root_idx]
+        q = q + (self.time_enc(torch.zeros(1, device=dt.device)) @ w_q[:, dn:].T + self.w_q.bias)
+        w_kv = torch.cat([self.w_k.weight, self.w_v.weight])          # [2d, dn + de + dt]
+        b_kv = torch.cat([self.w_k.bias, self.w_v.bias])
+        kv = (table @ w_kv[:, :dn].T)[nbr_idx]                         # [R, k, 2d]
+        times, at = torch.unique(dt, return_inverse=True)
+        kv = kv + (self.time_enc(times) @ w_kv[:, dn + de:].T + b_kv)[at]
+        if de:
+            kv = kv + e_nbr @ w_kv[:, dn:dn + de].T
+        key, val = kv[..., :d].reshape(r, k, h, -1), kv[..., d:].reshape(r, k, h, -1)
+        score = F.leaky_relu((q.reshape(r, 1, h, -1) * key).sum(-1), 0.2).masked_fill(~valid.unsqueeze(-1),
+                                                                                  float("-inf"))
+        att = torch.softmax(score, dim=1).nan_to_num(0.0)
+        out = (att.unsqueeze(-1) * val).sum(1).reshape(r, -1)
+        w_o = self.w_o.weight
+        o = out @ w_o[:, :d].T + (table @ w_o[:, d:].T)[root_idx] + self.w_o.bias
+        return self.norm(self.dropout(F.relu(o)))
 
 
 class TimeProjection(nn.Module):

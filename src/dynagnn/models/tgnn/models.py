@@ -168,13 +168,20 @@ class TGN(_UniqueMemoryModel):
         self.attention = TemporalAttention(self.memory_dim, self.edge_dim, self.time_enc, self.memory_dim,
                                            heads, dropout)
 
+    # the attention's node rows projected once per distinct node and its time encoding once per
+    # distinct Δt (TemporalAttention.forward_indexed); False: per root and neighbour, as TGL does
+    indexed = True
+
     def embed(self, batch, mem, mem_ts, efeat):
         dev = mem.device
-        h_root = mem[torch.from_numpy(batch.root_idx).to(dev)]
-        h_nbr = mem[torch.from_numpy(batch.nbr_idx).to(dev)]
+        root_idx = torch.from_numpy(batch.root_idx).to(dev)
+        nbr_idx = torch.from_numpy(batch.nbr_idx).to(dev)
         dt = time_delta(torch.from_numpy(batch.root_t[:, None]), torch.from_numpy(batch.nbr_t)).to(dev)
         valid = torch.from_numpy(batch.nbr_valid).to(dev)
-        return self.attention(h_root, h_nbr, _edge_rows(efeat, batch.nbr_eid, dev), dt, valid)
+        e_nbr = _edge_rows(efeat, batch.nbr_eid, dev)
+        if self.indexed:
+            return self.attention.forward_indexed(mem, root_idx, nbr_idx, e_nbr, dt, valid)
+        return self.attention(mem[root_idx], mem[nbr_idx], e_nbr, dt, valid)
 
 
 class JODIE(_UniqueMemoryModel):
