@@ -204,6 +204,32 @@ def test_sigint_to_a_worker_during_start_up_is_one_line(stores, tmp_path):
     assert tree(tmp_path) == set()
 
 
+def test_ctrl_c_while_the_fork_server_starts_is_not_lost(stores, tmp_path):
+    """A Ctrl-C while the workers' fork server imports torch (the first second of a job): the command
+    says so and exits 130; nothing is left."""
+    run = Run(family_argv("window", stores, tmp_path / "out"))
+    try:
+        launcher = psutil.Process(run.proc.pid)
+        deadline = time.monotonic() + 60
+        while not any("forkserver" in " ".join(p.cmdline()) for p in launcher.children()):
+            assert run.proc.poll() is None and time.monotonic() < deadline, run.stderr()
+            time.sleep(0.005)
+        time.sleep(0.3)   # past the moment it is started (SIGINT ignored), well before its imports end
+        assert b"it/s" not in run.err
+        os.killpg(run.proc.pid, signal.SIGINT)
+        assert run.proc.wait(30) == 130, run.stderr()
+        deadline = time.monotonic() + 10
+        while tagged(run.tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not tagged(run.tag)
+    finally:
+        for p in tagged(run.tag):
+            p.kill()
+    err = run.stderr()
+    assert "dynagnn train: interrupted" in err and "Traceback" not in err, err
+    assert tree(tmp_path) == set()
+
+
 @pytest.mark.parametrize("family", ["window", "sampled"])
 def test_a_successful_run_leaks_no_semaphore(stores, tmp_path, family):
     run = Run(family_argv(family, stores, tmp_path / "out", epochs=2))

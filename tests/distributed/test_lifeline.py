@@ -17,7 +17,7 @@ import pytest
 
 from dynagnn.distributed import lifeline
 from dynagnn.distributed.context import DistError
-from dynagnn.distributed.launch import _rendezvous
+from dynagnn.distributed.launch import _rendezvous, release_fork_server
 
 HERE = Path(__file__).resolve().parent
 
@@ -27,22 +27,27 @@ def _child(mode: str) -> None:
         lifeline._set_pdeathsig = lambda sig: False
     elif mode == "signal":   # the parent-death signal alone: no watching thread
         lifeline._watch = lambda sentinel: None
+    release_fork_server()    # as a worker does (a fork server's child; nothing for a spawned one)
     lifeline.die_with_parent()
     print("ready", flush=True)
     time.sleep(300)
 
 
-def parent(mode: str) -> None:
-    """Run in a subprocess: start a child, print its pid, sleep until killed."""
-    p = mp.get_context("spawn").Process(target=_child, args=(mode,))
+def parent(mode: str, method: str = "spawn") -> None:
+    """Run in a subprocess: start a child (``method``: spawn, or forkserver as the launcher starts
+    workers), print its pid, sleep until killed."""
+    p = mp.get_context(method).Process(target=_child, args=(mode,))
     p.start()
     print(p.pid, flush=True)
     time.sleep(300)
 
 
-@pytest.mark.parametrize("mode", ["both", "watch", "signal"])
-def test_a_child_dies_when_its_parent_is_killed(mode):
-    proc = subprocess.Popen([sys.executable, "-c", f"import test_lifeline as t; t.parent({mode!r})"], cwd=HERE,
+@pytest.mark.parametrize("mode, method", [("both", "spawn"), ("watch", "spawn"), ("signal", "spawn"),
+                                          ("watch", "forkserver"), ("signal", "forkserver")])
+def test_a_child_dies_when_its_parent_is_killed(mode, method):
+    """Each mechanism alone kills the child; for a fork server's child the parent-death signal comes
+    when the server exits, which it does once the launcher is gone and no child holds its pipe."""
+    proc = subprocess.Popen([sys.executable, "-c", f"import test_lifeline as t; t.parent({mode!r}, {method!r})"], cwd=HERE,
                             env={**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
                             stdout=subprocess.PIPE)
     try:
@@ -60,7 +65,7 @@ def test_a_child_dies_when_its_parent_is_killed(mode):
             time.sleep(0.05)
         else:
             child.kill()
-            raise AssertionError(f"the child outlived its parent ({mode})")
+            raise AssertionError(f"the child outlived its parent ({mode}, {method})")
     finally:
         proc.kill()
 

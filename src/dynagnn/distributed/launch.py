@@ -9,7 +9,8 @@ returns what each rank returned, in rank order:
   milliseconds instead of importing torch again (about 2 s of CPU each). Never a plain fork of the
   launcher: a forked child of a process whose OpenMP pool is running can deadlock, and the server
   runs no tensor operation. A worker takes the launcher's environment and working directory as they
-  are when it starts (the server's are those of its own start). They form a process group over TCP
+  are when it starts (the server's are those of its own start), but its standard output and error
+  are those the server was started with: the first launch's. They form a process group over TCP
   on 127.0.0.1 with gloo on CPU and nccl on GPU (one GPU per worker, ``cuda:worker``); each process
   gets its share of the cores (``torch.set_num_threads``).
 * **torchrun**: when torchrun started this process (``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` set,
@@ -55,6 +56,7 @@ import os
 import pickle
 import signal
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -224,18 +226,33 @@ def _init(rank: int, world: int, local_rank: int, dev: torch.device, ppw: int, t
     return DistContext(rank, world, local_rank, dev, backend, ppw, _colocated_group(rank, world, ppw))
 
 
+def release_fork_server() -> None:
+    """Close this worker's copy of the launcher's end of the fork server's "alive" pipe (the server
+    hands it to every child it forks). Held here, it would keep the server running after the
+    launcher died, and the parent-death signal, tied to the server, would never come."""
+    server = getattr(sys.modules.get("multiprocessing.forkserver"), "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)  # None: not a fork server's child
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None
+
+
 def _child(rank: int, world: int, port: int, device, ppw: int, threads: int, timeout: float,
-           fn: Callable, args: tuple, report, environ: dict[str, str]) -> None:
+           fn: Callable, args: tuple, report, environ: dict[str, str], catch_sigint: bool) -> None:
     """One worker: ``fn``'s result (or its failure) goes back through ``report``, this worker's end of
     its pipe to the launcher; it dies with the launcher (:func:`~.lifeline.die_with_parent`).
-    ``environ``: the launcher's environment now (the fork server's is that of its own start)."""
+    ``environ``: the launcher's environment now (the fork server's is that of its own start).
+    ``catch_sigint``: the launcher acts on SIGINT (not a background job that ignores it)."""
+    release_fork_server()
     die_with_parent()
     if os.environ != environ:
         os.environ.clear()
         os.environ.update(environ)
-    # spawned with SIGINT ignored (so that one arriving while Python starts and unpickles this call is
-    # no traceback); from here a SIGINT ends this worker, reported as such
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if catch_sigint:
+        # started with SIGINT ignored (one arriving before this line is lost, not a traceback); from
+        # here a SIGINT ends this worker, reported as such
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     code = 0
     try:
         torch.set_num_threads(threads)
@@ -359,6 +376,14 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
     threads = int(threads) if threads else max(1, available_cores() // world)
     ctx = worker_context(fn)
     environ = dict(os.environ)
+    catch_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    if ctx.get_start_method() == "forkserver":
+        # the server starts with SIGINT ignored and passes that on to every worker; its imports
+        # (a second or more) run with the launcher's SIGINT still live, so a Ctrl-C then is not lost
+        import multiprocessing.forkserver as forkserver
+
+        with _sigint_ignored():
+            forkserver.ensure_running()
     port = _free_port()
     outs: dict[int, Any] = {}
     failures: dict[int, tuple[str, Any]] = {}
@@ -369,11 +394,11 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
             for r in range(world):
                 reader, writer = ctx.Pipe(duplex=False)
                 p = ctx.Process(target=_child, args=(r, world, port, device, procs_per_worker, threads, timeout,
-                                                     fn, args, writer, environ), daemon=True,
+                                                     fn, args, writer, environ, catch_sigint), daemon=True,
                                 name=f"dynagnn-worker-{r}")
-                # inherited (through the fork server, which the first start starts) until the worker
-                # installs its own handler
-                with _sigint_ignored():
+                # spawn's workers inherit an ignored SIGINT through exec (a fork server's from the
+                # server); the start waits for the server's imports, when a Ctrl-C must still act
+                with _sigint_ignored() if ctx.get_start_method() == "spawn" else contextlib.nullcontext():
                     p.start()
                 writer.close()  # the worker holds the only write end: its death reads as an end of file
                 procs.append(p)

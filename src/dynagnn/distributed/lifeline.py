@@ -10,7 +10,8 @@ So every child calls :func:`die_with_parent` first thing. It uses two mechanisms
 
 * **Linux's parent-death signal**: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` asks the kernel to kill this
   process the moment its parent thread ends, however it ends. A worker's parent is the fork server
-  (:mod:`.launch`), which exits as soon as the launcher is gone. The parent may have died before the
+  (:mod:`.launch`), which exits as soon as the launcher is gone (each worker first closes its copy of
+  the launcher's end of the server's pipe, which would keep the server alive). The parent may have died before the
   call; then the sentinel below reads an end of file at once (or, without one, ``os.getppid()`` is
   no longer the parent's pid), and the child exits.
 * **The parent's sentinel**: a spawned child holds the read end of a pipe whose only write end is
