@@ -131,6 +131,20 @@ class Run:
         self._reader.join(10)
         return self.err.decode()
 
+    def ends(self, code: int, within: float = 30.0) -> str:
+        """Assert that the command exits with ``code`` within ``within`` s and that none of its
+        processes is left 10 s later; its stderr."""
+        assert self.proc.wait(within) == code, self.stderr()
+        deadline = time.monotonic() + 10
+        while tagged(self.tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not tagged(self.tag)
+        return self.stderr()
+
+    def kill_all(self) -> None:
+        for p in tagged(self.tag):
+            p.kill()
+
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL"])
 @pytest.mark.parametrize("family", ["window", "group", "tgnn", "sampled"])
@@ -191,15 +205,9 @@ def test_sigint_to_a_worker_during_start_up_is_one_line(stores, tmp_path):
             time.sleep(0.01)
         assert b"it/s" not in run.err
         workers[1].send_signal(signal.SIGINT)
-        assert run.proc.wait(30) == 2
-        deadline = time.monotonic() + 10
-        while tagged(run.tag) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not tagged(run.tag)
+        err = run.ends(2)
     finally:
-        for p in tagged(run.tag):
-            p.kill()
-    err = run.stderr()
+        run.kill_all()
     assert "dynagnn train: error: worker 1 was interrupted (SIGINT)" in err and "Traceback" not in err, err
     assert tree(tmp_path) == set()
 
@@ -217,15 +225,9 @@ def test_ctrl_c_while_the_fork_server_starts_is_not_lost(stores, tmp_path):
         time.sleep(0.3)   # past the moment it is started (SIGINT ignored), well before its imports end
         assert b"it/s" not in run.err
         os.killpg(run.proc.pid, signal.SIGINT)
-        assert run.proc.wait(30) == 130, run.stderr()
-        deadline = time.monotonic() + 10
-        while tagged(run.tag) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not tagged(run.tag)
+        err = run.ends(130)
     finally:
-        for p in tagged(run.tag):
-            p.kill()
-    err = run.stderr()
+        run.kill_all()
     assert "dynagnn train: interrupted" in err and "Traceback" not in err, err
     assert tree(tmp_path) == set()
 
@@ -339,15 +341,9 @@ def test_ctrl_c_ends_a_sampled_run(stores, tmp_path):
         run.wait_for("it/s")
         assert len(tagged(run.tag)) >= 2   # the training process and its sampler (and the resource tracker)
         os.killpg(run.proc.pid, signal.SIGINT)
-        assert run.proc.wait(20) == 130
-        deadline = time.monotonic() + 10
-        while tagged(run.tag) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not tagged(run.tag)
+        err = run.ends(130, within=20)
     finally:
-        for p in tagged(run.tag):
-            p.kill()
-    err = run.stderr()
+        run.kill_all()
     assert "dynagnn train: interrupted" in err and "Traceback" not in err, err
     assert tree(tmp_path) == set()
 
