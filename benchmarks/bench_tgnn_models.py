@@ -1,7 +1,7 @@
 """Event models (TGN, JODIE, APAN) on CollegeMsg's events: epoch time and where it goes.
 
 For each model, the events strategy with DyGLib's settings (batch 200, memory 100, time encoding
-100, 10 neighbours) trains a few epochs on one thread; printed: the median training-epoch time
+100, 10 neighbours) trains a few epochs on one thread (TGN also on two, in both attention forms); printed: the median training-epoch time
 (warm-up excluded) and the share of each phase (sample, memory, embed, backward, optimizer,
 mailbox, other), plus the validation AP of the last epoch for the record.
 
@@ -68,17 +68,18 @@ def main() -> None:
     path = smoke_store() if smoke else collegemsg_events()
     from dynagnn.models.tgnn.models import TGN
 
-    torch.set_num_threads(1)
-    print(f"event models on {path.name}: {epochs} epoch(s), 1 thread")
+    print(f"event models on {path.name}: {epochs} epoch(s)")
     # TGN twice: its attention on rows gathered per root and neighbour (TGL's form, the rung below)
-    # and from distinct node rows and distinct gaps (TemporalAttention.forward_indexed), in one session
+    # and from distinct node rows and distinct gaps (TemporalAttention.forward_indexed), in one
+    # session, at 1 and at 2 threads
     epoch_of = {}
-    for label, model, indexed in (("tgn-gathered", "tgn", False), ("tgn", "tgn", True), ("jodie", "jodie", None),
-                                  ("apan", "apan", None)):
+    rungs = [(f"tgn-gathered/{n}t", "tgn", False, n) for n in (1, 2)] + [(f"tgn/{n}t", "tgn", True, n) for n in (1, 2)]
+    for label, model, indexed, threads in rungs + [("jodie/1t", "jodie", None, 1), ("apan/1t", "apan", None, 1)]:
         if indexed is not None:
             TGN.indexed = indexed
+        torch.set_num_threads(threads)
         c = TrainConfig.of(model=model, strategy="events", event_batch=200, memory_dim=100, time_dim=100,
-                        neighbors=10, event_negatives=10, epochs=epochs, patience=epochs, lr=1e-4, threads=1,
+                        neighbors=10, event_negatives=10, epochs=epochs, patience=epochs, lr=1e-4, threads=threads,
                         warmup_epochs=1 if epochs > 1 else 0)
         tr = Trainer(path, c, progress=False)
         metrics, timings = tr.fit()
@@ -86,6 +87,8 @@ def main() -> None:
         total = float(phases.sum())
         epoch_of[label] = total
         shares = ", ".join(f"{p} {100 * s / total:.0f}%" for p, s in phases.sort_values(ascending=False).items())
-        print(f"  {label:12s} epoch {total:6.2f} s (median); {shares}; val AP {metrics['val_ap'].iloc[-1]:.4f}")
+        print(f"  {label:15s} epoch {total:6.2f} s (median); {shares}; val AP {metrics['val_ap'].iloc[-1]:.4f}")
     TGN.indexed = True
-    print(f"  TGN's indexed attention over the gathered one: {epoch_of['tgn-gathered'] / epoch_of['tgn']:.2f}x")
+    for n in (1, 2):
+        print(f"  TGN's indexed attention over the gathered one, {n} thread(s): "
+              f"{epoch_of[f'tgn-gathered/{n}t'] / epoch_of[f'tgn/{n}t']:.2f}x")
