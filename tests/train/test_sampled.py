@@ -42,6 +42,15 @@ def config(**kw):
     return TrainConfig.of(**base)
 
 
+def ends_with(batches, message: str, within: float) -> None:
+    """Iterating ``batches`` raises a SamplerError matching ``message`` within ``within`` seconds."""
+    t0 = time.monotonic()
+    with pytest.raises(SamplerError, match=message):
+        for _ in batches:
+            pass
+    assert time.monotonic() - t0 < within
+
+
 @pytest.mark.parametrize("policy,order,fraction", [("fifo", "proximity", 0.2), ("fifo", "random", 0.1),
                                                    ("static", "random", 0.1)])
 def test_training_hit_ratio_is_the_simulation(store_path, policy, order, fraction):
@@ -100,11 +109,7 @@ def test_a_dead_sampler_stops_the_stages_at_once(store_path):
     it = pipe.batches(batches, keys)
     next(it)
     os.kill(pipe.procs[0].pid, signal.SIGKILL)
-    t0 = time.perf_counter()
-    with pytest.raises(SamplerError, match=r"sampler process 0 died \(killed by signal 9\)"):
-        for _ in it:
-            pass
-    assert time.perf_counter() - t0 < 10
+    ends_with(it, r"sampler process 0 died \(killed by signal 9\)", within=10)
     assert pipe.procs == []
 
 

@@ -311,12 +311,26 @@ def _peer_error(text: str) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_on(signals=(signal.SIGTERM, signal.SIGHUP)):
-    """While the launcher waits for its workers: SIGTERM or SIGHUP raise :class:`JobStopped` (once;
-    a second signal during the clean-up is ignored, so the workers are still stopped)."""
+def _handlers(handlers: dict):
+    """Signal handlers set for the block and restored after it; nothing off the main thread (where
+    Python cannot set them)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    old = {}
+    for s, h in handlers.items():
+        with contextlib.suppress(ValueError, OSError):
+            old[s] = signal.signal(s, h)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _stop_on(signals=(signal.SIGTERM, signal.SIGHUP)):
+    """While the launcher waits for its workers: SIGTERM or SIGHUP raise :class:`JobStopped` (once;
+    a second signal during the clean-up is ignored, so the workers are still stopped)."""
     got: list[int] = []
 
     def handler(signum, frame):
@@ -325,39 +339,29 @@ def _stop_on(signals=(signal.SIGTERM, signal.SIGHUP)):
         got.append(signum)
         raise JobStopped(f"stopped by {signal.Signals(signum).name}: the workers were stopped; nothing was written")
 
-    old = {}
-    for s in signals:
-        with contextlib.suppress(ValueError, OSError):
-            old[s] = signal.signal(s, handler)
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return _handlers({s: handler for s in signals})
+
+
+def _sigint_ignored():
+    return _handlers({signal.SIGINT: signal.SIG_IGN})
 
 
 def worker_context(fn: Callable):
     """The multiprocessing context workers start from: ``forkserver`` (module docstring), whose server
     imports torch and the module of ``fn`` (for training, the whole training code) before its first
-    fork; ``spawn`` where there is no fork server (not on Linux or macOS). The server starts at the
-    first launch of a process and serves every later one."""
+    fork; ``spawn`` where there is no fork server (not on Linux or macOS). The server is started
+    here, at the first launch of a process, and serves every later one."""
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
+    import multiprocessing.forkserver as forkserver
+
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "torch.distributed", fn.__module__])
+    # the server starts with SIGINT ignored and passes that on to every worker; its imports (a second
+    # or more) run with the launcher's SIGINT still live, so a Ctrl-C then is not lost
+    with _sigint_ignored():
+        forkserver.ensure_running()
     return ctx
-
-
-@contextlib.contextmanager
-def _sigint_ignored():
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
 
 
 def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 1,
@@ -374,16 +378,9 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
         return [_run_torchrun(fn, args, procs_per_worker, device, threads, timeout)]
     world = int(workers) * int(procs_per_worker)
     threads = int(threads) if threads else max(1, available_cores() // world)
+    catch_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     ctx = worker_context(fn)
     environ = dict(os.environ)
-    catch_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    if ctx.get_start_method() == "forkserver":
-        # the server starts with SIGINT ignored and passes that on to every worker; its imports
-        # (a second or more) run with the launcher's SIGINT still live, so a Ctrl-C then is not lost
-        import multiprocessing.forkserver as forkserver
-
-        with _sigint_ignored():
-            forkserver.ensure_running()
     port = _free_port()
     outs: dict[int, Any] = {}
     failures: dict[int, tuple[str, Any]] = {}

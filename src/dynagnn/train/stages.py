@@ -311,6 +311,15 @@ class Pipeline:
         return SamplerError(f"sampler process {i} (pid {p.pid}) sent nothing for {seconds:.0f} s{how}; the run stops, "
                             "nothing was written (DYNAGNN_SAMPLER_TIMEOUT sets the wait)")
 
+    def _stalled(self, what: str) -> SamplerError:
+        """The error for a fetch stage that ``what`` (the training side's wait ran out): the sampler it
+        is stuck on, where it is inside one's batch (stopped half-way through), else the stage."""
+        waiting = self._waiting
+        if waiting is not None:
+            return self._silent(waiting[0], time.monotonic() - waiting[1])
+        return SamplerError(f"the fetch stage {what}; the run stops, nothing was written "
+                            "(DYNAGNN_SAMPLER_TIMEOUT sets the wait)")
+
     def _send(self, i: int, task) -> None:
         self._waiting = (i, time.monotonic())
         try:
@@ -354,7 +363,7 @@ class Pipeline:
         pin(self.cores.get("fetch"))
         k = len(self.procs)
         try:
-            ahead = [i for i in range(k)]  # the next batch to hand each sampler (b = i mod k)
+            ahead = list(range(k))  # the next batch to hand each sampler (b = i mod k)
 
             def hand(i: int) -> None:  # sampler i gets its next batch, if it has one left
                 b = ahead[i]
@@ -413,11 +422,7 @@ class Pipeline:
                                        "nothing was written") from None
             waited = time.monotonic() - t0
             if waited > self.timeout + 10 * self.poll + 1:
-                waiting = self._waiting
-                if waiting is not None:   # stuck inside a sampler's batch (it stopped half-way through)
-                    raise self._silent(waiting[0], time.monotonic() - waiting[1])
-                raise SamplerError(f"the fetch stage handed over no batch for {waited:.0f} s; the run stops, "
-                                   "nothing was written (DYNAGNN_SAMPLER_TIMEOUT sets the wait)")
+                raise self._stalled(f"handed over no batch for {waited:.0f} s")
 
     def batches(self, batches: list[np.ndarray], keys: list[tuple[int, int, int]], update: bool = True
                 ) -> Iterator[Batch]:
@@ -460,10 +465,7 @@ class Pipeline:
             while thread.is_alive():
                 thread.join(self.poll)
                 if thread.is_alive() and time.monotonic() - t0 > self.timeout + 10 * self.poll + 1:
-                    waiting = self._waiting
-                    error = self._silent(waiting[0], time.monotonic() - waiting[1]) if waiting else SamplerError(
-                        f"the fetch stage did not finish its period in {self.timeout:.0f} s; the run stops, nothing "
-                        "was written (DYNAGNN_SAMPLER_TIMEOUT sets the wait)")
+                    error = self._stalled(f"did not finish its period in {self.timeout:.0f} s")
                     self._thread = None
                     self.close()
                     raise error
