@@ -88,12 +88,14 @@ class TGNNModel(nn.Module):
     num_nodes N, edge_dim d_e (0: no edge features), memory_dim d_mem, time_dim d_t; ``mail_dim``
     = 2 d_mem + d_e (Sven's d_msg). Class attributes: ``neighbors`` sampled per root (0: none),
     ``sample`` (whose neighbours: see :func:`~dynagnn.models.tgnn.batch.make_batch`),
-    ``mailbox`` size M.
+    ``mailbox`` size M, ``dedup`` (whether the batch lists each distinct (node, time) root once).
     """
 
     name = ""
     sample = "none"
     mailbox = 1
+    # embed each distinct (node, time) root once (make_batch's emb_rows); False: every root, as TGL
+    dedup = True
 
     def __init__(self, num_nodes: int, edge_dim: int = 0, memory_dim: int = 100, time_dim: int = 100,
                  neighbors: int = 10, heads: int = 2, dropout: float = 0.1):
@@ -168,20 +170,25 @@ class TGN(_UniqueMemoryModel):
         self.attention = TemporalAttention(self.memory_dim, self.edge_dim, self.time_enc, self.memory_dim,
                                            heads, dropout)
 
-    # the attention's node rows projected once per distinct node and its time encoding once per
-    # distinct Δt (TemporalAttention.forward_indexed); False: per root and neighbour, as TGL does
+    # distinct roots embedded once, the attention's node rows projected once per distinct root and
+    # neighbour, its time encoding once per distinct Δt (TemporalAttention.forward_indexed); False:
+    # every root and neighbour gathered, as TGL does
     indexed = True
 
     def embed(self, batch, mem, mem_ts, efeat):
         dev = mem.device
-        root_idx = torch.from_numpy(batch.root_idx).to(dev)
-        nbr_idx = torch.from_numpy(batch.nbr_idx).to(dev)
-        dt = time_delta(torch.from_numpy(batch.root_t[:, None]), torch.from_numpy(batch.nbr_t)).to(dev)
-        valid = torch.from_numpy(batch.nbr_valid).to(dev)
-        e_nbr = _edge_rows(efeat, batch.nbr_eid, dev)
-        if self.indexed:
-            return self.attention.forward_indexed(mem, root_idx, nbr_idx, e_nbr, dt, valid)
-        return self.attention(mem[root_idx], mem[nbr_idx], e_nbr, dt, valid)
+        if not self.indexed:
+            root_idx = torch.from_numpy(batch.root_idx).to(dev)
+            nbr_idx = torch.from_numpy(batch.nbr_idx).to(dev)
+            dt = time_delta(torch.from_numpy(batch.root_t[:, None]), torch.from_numpy(batch.nbr_t)).to(dev)
+            valid = torch.from_numpy(batch.nbr_valid).to(dev)
+            return self.attention(mem[root_idx], mem[nbr_idx], _edge_rows(efeat, batch.nbr_eid, dev), dt, valid)
+        rows = batch.emb_rows
+        t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+        return self.attention.forward_indexed(
+            mem, t(batch.root_idx[rows]), t(batch.nbr_nodes), t(batch.nbr_pos[rows]),
+            _edge_rows(efeat, batch.nbr_eid[rows], dev), t(batch.gaps), t(batch.gap_idx[rows]),
+            t(batch.nbr_valid[rows]), t(batch.emb_inv))
 
 
 class JODIE(_UniqueMemoryModel):
@@ -191,6 +198,7 @@ class JODIE(_UniqueMemoryModel):
     name = "jodie"
     sample = "none"
     updater_cls = RNNUpdater
+    dedup = False  # its embedding is elementwise per root: nothing to share
 
     def __init__(self, *args, dt_shift: float = 0.0, dt_scale: float = 1.0, dropout: float = 0.1, **kw):
         super().__init__(*args, dropout=dropout, **kw)
@@ -224,11 +232,12 @@ class APAN(TGNNModel):
 
     def forward(self, batch, rows, efeat=None):
         dev = rows.memory.device
-        ridx = torch.from_numpy(batch.root_idx).to(dev)
-        per_root = MemoryRows(rows.memory[ridx], rows.memory_ts[ridx], rows.mail[ridx], rows.mail_ts[ridx],
-                              rows.mail_valid[ridx])
+        ridx = torch.from_numpy(batch.root_idx[batch.emb_rows]).to(dev)  # the distinct (node, time) roots
+        per_root = MemoryRows(*(x.index_select(0, ridx) for x in (rows.memory, rows.memory_ts, rows.mail,
+                                                                  rows.mail_ts, rows.mail_valid)))
         with section("memory"):  # APAN's embedding is its updated memory
-            z, _ = self.updater(per_root, torch.from_numpy(batch.root_t).to(dev))
+            z, _ = self.updater(per_root, torch.from_numpy(batch.root_t[batch.emb_rows]).to(dev),
+                                torch.from_numpy(batch.emb_inv).to(dev))
         b = batch.size
         zd = z.detach()
         ids, mails, ts, ev = self._messages(batch, zd[:b], zd[b:2 * b], efeat)

@@ -24,8 +24,34 @@ class TimeEncoding(nn.Module):
             self.w.weight.copy_(torch.from_numpy(omega).reshape(self.dim, 1))
             self.w.bias.zero_()
 
+    # the memo of of_distinct: at most this many values (40 MiB at width 100)
+    memo_limit = 1 << 17
+
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
         return torch.cos(self.w(dt.to(self.w.weight.dtype).unsqueeze(-1)))
+
+    def of_distinct(self, values: torch.Tensor) -> torch.Tensor:
+        """``forward`` of distinct values [T] -> [T, dim]. Where autograd does not record (an
+        evaluation pass), the answer comes from a memo of the values seen since ω and φ last
+        changed (TGOpt's time-encoding table): gaps repeat across batches, and at minute
+        resolution most do. While training, ω and φ move every step, so each batch encodes its own
+        distinct gaps and their gradient is exact."""
+        if torch.is_grad_enabled():
+            self._memo = None
+            return self(values)
+        version = (self.w.weight._version, self.w.bias._version, self.w.weight.data_ptr())
+        memo = getattr(self, "_memo", None)
+        if memo is None or memo[0] != version or memo[1].numel() > self.memo_limit:
+            memo = (version, values[:0].to(self.w.weight.dtype), self.w.weight.new_zeros(0, self.dim))
+        _, known, enc = memo
+        pos = torch.searchsorted(known, values).clamp_(max=max(known.numel() - 1, 0))
+        new = values if known.numel() == 0 else values[known[pos] != values]
+        if new.numel():
+            known, order = torch.sort(torch.cat([known, new.to(known.dtype)]))
+            enc = torch.cat([enc, self(new)])[order]
+            pos = torch.searchsorted(known, values)
+        self._memo = (version, known, enc)
+        return enc[pos]
 
 
 def time_delta(t: torch.Tensor, since: torch.Tensor) -> torch.Tensor:

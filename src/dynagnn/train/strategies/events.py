@@ -212,7 +212,8 @@ class EventStrategy(Strategy):
     def _make(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
         """The :class:`~dynagnn.models.tgnn.EventBatch` of ``events`` with negatives ``neg`` [B, K]."""
         t, m = self.task, self.model
-        return make_batch(t.src[events], t.dst[events], t.t[events], events, neg, sampler, m.neighbors, m.sample)
+        return make_batch(t.src[events], t.dst[events], t.t[events], events, neg, sampler, m.neighbors, m.sample,
+                          m.dedup)
 
     def _score(self, batch, rows):
         """(positive scores [B], negative scores [B, K], writes) of ``batch`` from its memory ``rows``."""
