@@ -2,6 +2,8 @@
 for two runs with one seed, no leak of an event into its own prediction, the task's split and
 negatives."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -205,3 +207,22 @@ def test_tgn_indexed_attention_trains_as_the_gathered_one(store, tmp_path, monke
     np.testing.assert_allclose(m1["loss"].to_numpy(float), m0["loss"].to_numpy(float), rtol=1e-5)
     for name in ("memory", "mail"):
         torch.testing.assert_close(getattr(mem1, name), getattr(mem0, name), rtol=1e-4, atol=1e-5)
+
+
+def test_prefetched_batches_train_as_batches_made_in_the_step(store, monkeypatch):
+    """pipeline on (the next batches sampled by a thread) against off: the same losses, memory and
+    mailbox after 2 epochs, and on does use the thread (every training batch came from it)."""
+    runs = {}
+    for mode in ("off", "on"):
+        tr = Trainer(store, config("tgn", pipeline=mode), progress=False)
+        prepared = []
+        make = tr.strategy._make
+        monkeypatch.setattr(tr.strategy, "_make", lambda *a: prepared.append(threading.current_thread().name) or make(*a))
+        metrics, _ = tr.fit()
+        runs[mode] = metrics, tr.strategy.memory, prepared
+    (m0, mem0, made0), (m1, mem1, made1) = runs["off"], runs["on"]
+    np.testing.assert_array_equal(m1["loss"].to_numpy(float), m0["loss"].to_numpy(float))
+    for name in ("memory", "mail", "mail_ts"):
+        torch.testing.assert_close(getattr(mem1, name), getattr(mem0, name), rtol=0, atol=0)
+    batches = len(Trainer(store, config("tgn"), progress=False).split.train) * 2
+    assert made0.count("dynagnn-prefetch") == 0 and made1.count("dynagnn-prefetch") == batches

@@ -55,8 +55,8 @@ def _steps(tr, counts=None):
         if counts is not None:
             sent.append({k: b for k, (b, _) in tr.comm.take_counts().items()})
     s.after_step()
-    if hasattr(s, "prefetch"):
-        s.prefetch.close()
+    s.prefetch.close()
+    if hasattr(s.memory, "own"):  # a tgnn strategy's partitioned memory
         ids, store = s.memory.own, s.memory.store
     else:
         ids, store = np.arange(tr.store.num_nodes), s.memory

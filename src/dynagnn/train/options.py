@@ -77,7 +77,9 @@ class Pipelining(Options):
         "auto", "prepare the next frame (frames) or snapshot (sequential, PiPAD's -A) while this one computes; "
         "auto = off for sequential; for frames (and group_frames) on until the tuner freezes S, then kept only "
         "where its trial windows run faster with it than prepared inline (on a CPU the producer thread competes "
-        "for the cores); the tgnn strategies prefetch the next batch's share unless off", enum=["auto", "on", "off"])
+        "for the cores); the tgnn strategies prefetch the next batch's share unless off; the events strategy "
+        "samples the next batch ahead, auto = where a core is left over (fewer torch threads than cores) or on "
+        "a GPU", enum=["auto", "on", "off"])
 
 
 @dataclass(frozen=True)

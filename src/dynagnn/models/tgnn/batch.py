@@ -101,10 +101,11 @@ def make_batch(src, dst, t, eid, neg, sampler: TemporalNeighbors | None, k: int,
     neg = np.asarray(neg, dtype=np.int64).reshape(b, -1)
     roots = np.concatenate([src, dst, neg.ravel()])
     root_t = np.concatenate([t, t, np.repeat(t, neg.shape[1])])
-    emb_rows, emb_inv = distinct_roots(roots, root_t) if dedup else (np.arange(roots.size), np.arange(roots.size))
     s = {"all": roots.size, "positive": 2 * b, "none": 0}[sample]
+    distinct = distinct_roots(roots, root_t) if dedup or s == roots.size else None
+    emb_rows, emb_inv = distinct if dedup else (np.arange(roots.size), np.arange(roots.size))
     if s and k > 0 and sampler is not None:
-        rows, inv = distinct_roots(roots[:s], root_t[:s])
+        rows, inv = distinct if s == roots.size else distinct_roots(roots[:s], root_t[:s])
         nbr, nbr_t, nbr_eid = (a[inv] for a in sampler.most_recent_events(roots[rows], root_t[rows], k))
     else:
         nbr = np.full((s if k > 0 else 0, max(k, 0)), -1, dtype=np.int64)

@@ -89,8 +89,8 @@ class NodeMemory:
 
     def read(self, ids: torch.Tensor) -> MemoryRows:
         """The rows of ``ids`` (int64 [U]), copied."""
-        return MemoryRows(self.memory[ids], self.memory_ts[ids], self.mail[ids], self.mail_ts[ids],
-                          self.mail_valid[ids])
+        return MemoryRows(*(b.index_select(0, ids) for b in (self.memory, self.memory_ts, self.mail, self.mail_ts,
+                                                             self.mail_valid)))
 
     def write_memory(self, ids: torch.Tensor, memory: torch.Tensor, ts: torch.Tensor) -> None:
         """Set the memory [U, d_mem] and its time [U] of the distinct nodes ``ids`` [U]."""

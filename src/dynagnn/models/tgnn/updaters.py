@@ -48,8 +48,8 @@ class CellUpdater(nn.Module):
         if idx.numel() == 0:
             return rows.memory, rows.memory_ts
         phi = self.time_enc(time_delta(mail_ts[idx], rows.memory_ts[idx]))
-        w, m = self.cell.weight_ih, self.mail_dim
-        x_proj = mail[idx] @ w[:, :m].T + phi @ w[:, m:].T + self.cell.bias_ih
+        w_mail, w_time = self.cell.weight_ih.split([self.mail_dim, phi.shape[1]], dim=1)
+        x_proj = mail[idx] @ w_mail.T + phi @ w_time.T + self.cell.bias_ih
         new = self._step(x_proj, rows.memory[idx])
         memory = rows.memory.index_put((idx,), new)
         return memory, rows.memory_ts.index_put((idx,), mail_ts[idx])
@@ -115,9 +115,9 @@ class AttentionUpdater(nn.Module):
         u, m, dm = mail.shape
         h = self.heads
         gaps, gap_idx = torch.unique(time_delta(t[idx].unsqueeze(1), mail_ts), return_inverse=True)
-        w_kv = torch.cat([self.w_k.weight, self.w_v.weight])
+        w_mail, w_time = torch.cat([self.w_k.weight, self.w_v.weight]).split([dm, self.time_enc.dim], dim=1)
         b_kv = torch.cat([self.w_k.bias, self.w_v.bias])
-        kv = mail @ w_kv[:, :dm].T + rows_of(self.time_enc(gaps) @ w_kv[:, dm:].T + b_kv, gap_idx)
+        kv = mail @ w_mail.T + rows_of(self.time_enc(gaps) @ w_time.T + b_kv, gap_idx)
         k, v = (x.reshape(u, m, h, -1) for x in kv.split(self.w_k.out_features, dim=2))
         q = self.w_q(s).reshape(u, 1, h, -1)
         score = F.leaky_relu((q * k).sum(-1), 0.2).masked_fill(~valid.unsqueeze(-1), float("-inf"))

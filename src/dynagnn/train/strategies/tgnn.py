@@ -68,7 +68,7 @@ from dynagnn.sortedkeys import unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run
-from dynagnn.train.options import Pipelining, option
+from dynagnn.train.options import option
 from dynagnn.train.strategies.events import EventOptions, EventStrategy
 from dynagnn.train.strategies.tgnn_memory import PartitionedMemory, wire_device
 
@@ -162,7 +162,7 @@ def _untimed(comm: Comm) -> Comm:
 
 
 @dataclass(frozen=True)
-class TGNNOptions(EventOptions, Pipelining):
+class TGNNOptions(EventOptions):
     """Sven's: the event options, the memory partitioner, micro-batches, the stale all-reduce and the
     prefetch of the next batch's share (pipeline off turns it off)."""
 
