@@ -10,7 +10,8 @@ the validation AP of the last epoch for the record. The rungs, side by side in o
   concatenations: TGL's form, before issue 32), ``tgn-blocks`` (each linear layer applied by input
   blocks, the node blocks once per distinct root and neighbour row, the time encoding once per
   distinct gap), ``tgn`` (and each distinct (node, time) root embedded once: the default);
-- APAN: ``apan-every-root`` and ``apan`` (distinct roots); JODIE (its embedding is elementwise).
+- APAN at 1 and 2 threads: ``apan-every-root`` and ``apan`` (distinct roots); JODIE at 1 and 2
+  threads (its embedding is elementwise: nothing to share).
 
 Then: the share of repeated (node, time) roots, distinct neighbour rows and distinct gaps in
 CollegeMsg's training batches at 200 and 600 events, and TGN's validation pass with and without the
@@ -160,7 +161,8 @@ def main() -> None:
         rungs = [("tgn-gathered/1t", "tgn", "gathered", 1), ("tgn/1t", "tgn", "", 1)]
     else:
         rungs = [(f"tgn{'-' + f if f else ''}/{n}t", "tgn", f, n) for n in (1, 2) for f in forms]
-        rungs += [("jodie/1t", "jodie", "", 1), ("apan-every-root/1t", "apan", "blocks", 1), ("apan/1t", "apan", "", 1)]
+        rungs += [(f"jodie/{n}t", "jodie", "", n) for n in (1, 2)]
+        rungs += [(f"apan{'-every-root' if f else ''}/{n}t", "apan", f, n) for n in (1, 2) for f in ("blocks", "")]
     print(f"event models on {path.name}: {epochs} epoch(s)")
     epoch_of, trainer_of = {}, {}
     for label, model, form, threads in rungs:
@@ -182,8 +184,9 @@ def main() -> None:
             steps = [f"tgn-{f}/{n}t" for f in ("gathered", "blocks") if f"tgn-{f}/{n}t" in epoch_of]
             print(f"  TGN at {n} thread(s): " + ", ".join(f"{s.split('/')[0]} {epoch_of[s] / epoch_of[f'tgn/{n}t']:.2f}x"
                                                           for s in steps) + " the default's epoch")
-    if "apan/1t" in epoch_of:
-        print(f"  APAN, distinct roots: {epoch_of['apan-every-root/1t'] / epoch_of['apan/1t']:.2f}x")
+    for n in (1, 2):
+        if f"apan/{n}t" in epoch_of:
+            print(f"  APAN at {n} thread(s), distinct roots: {epoch_of[f'apan-every-root/{n}t'] / epoch_of[f'apan/{n}t']:.2f}x")
     if smoke or large:
         return
     torch.set_num_threads(1)

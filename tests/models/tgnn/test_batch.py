@@ -53,6 +53,28 @@ def test_make_batch_indexes_the_unique_rows():
     assert none.nbr.shape == (0, 0) and np.array_equal(none.nodes, np.unique(none.roots))
 
 
+def test_make_batch_lists_distinct_roots_neighbour_rows_and_gaps():
+    """What the embedding computes once (issue 32): one row per distinct (node, time) root with every
+    root's position among them, the distinct neighbour rows and the distinct float32 gaps, each
+    against a set built here; with dedup off every root is its own row."""
+    ev = random_events(n_nodes=6, n_events=120, t_max=30, seed=2)   # few nodes and times: repeats
+    s = TemporalNeighbors.from_events(ev, 6)
+    neg = np.random.default_rng(0).integers(0, 6, (40, 2))
+    b = make_batch(ev.src[60:100], ev.dst[60:100], ev.t[60:100], np.arange(60, 100), neg, s, 3, "all")
+    pairs = list(zip(b.roots.tolist(), b.root_t.tolist()))
+    assert len(set(pairs)) == b.emb_rows.size < len(pairs)
+    assert [pairs[i] for i in b.emb_rows[b.emb_inv]] == pairs
+    valid = b.nbr_valid
+    assert np.array_equal(b.nbr_nodes, np.unique(b.nbr_idx[valid]))
+    assert np.array_equal(b.nodes[b.nbr_nodes[b.nbr_pos]][valid], b.nbr[valid])
+    dt = (b.root_t[:, None] - b.nbr_t).astype(np.float32)
+    assert np.array_equal(b.gaps[b.gap_idx][valid], dt[valid]) and np.unique(b.gaps).size == b.gaps.size
+    assert set(b.gaps.tolist()) == set(dt[valid].tolist()) | ({0.0} if (~valid).any() else set())
+    plain = make_batch(ev.src[60:100], ev.dst[60:100], ev.t[60:100], np.arange(60, 100), neg, s, 3, "all", dedup=False)
+    assert np.array_equal(plain.emb_rows, np.arange(b.roots.size)) and np.array_equal(plain.emb_inv, plain.emb_rows)
+    assert np.array_equal(plain.nbr, b.nbr) and np.array_equal(plain.nbr_eid, b.nbr_eid)
+
+
 def replay(model, src, dst, t, efeat, bs, n):
     """The memory after every batch, computed event by event with the model's own cell."""
     d, de = model.memory_dim, 0 if efeat is None else efeat.shape[1]

@@ -115,11 +115,10 @@ def make_batch(src, dst, t, eid, neg, sampler: TemporalNeighbors | None, k: int,
     nodes, inv = unique_inverse(np.concatenate([roots, nbr[valid]]))
     nbr_idx = np.zeros(nbr.shape, dtype=np.int64)
     nbr_idx[valid] = inv[roots.size:]
-    nbr_nodes, inv_n = unique_inverse(nbr_idx[valid])
-    if nbr_nodes.size == 0 and nodes.size:
-        nbr_nodes = np.zeros(1, dtype=np.int64)  # a row for the (masked) indices to point at
-    nbr_pos = np.zeros(nbr.shape, dtype=np.int64)
-    nbr_pos[valid] = inv_n
+    used = np.zeros(nodes.size, dtype=bool)
+    used[nbr_idx[valid]] = True
+    nbr_nodes = np.flatnonzero(used) if used.any() else np.zeros(min(nodes.size, 1), dtype=np.int64)
+    nbr_pos = np.where(valid, (np.cumsum(used) - 1)[nbr_idx], 0)  # a row for masked indices: 0
     dt = np.where(valid, (root_t[:nbr.shape[0], None] - nbr_t), 0.0).astype(np.float32)
     gaps, gap_idx = unique_inverse(dt.ravel())
     return EventBatch(src, dst, t, eid, neg, roots, root_t, nbr, nbr_t, nbr_eid, valid, nodes,
