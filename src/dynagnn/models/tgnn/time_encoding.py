@@ -24,7 +24,7 @@ class TimeEncoding(nn.Module):
             self.w.weight.copy_(torch.from_numpy(omega).reshape(self.dim, 1))
             self.w.bias.zero_()
 
-    # the memo of of_distinct: at most this many values (40 MiB at width 100)
+    # the memo of of_distinct: at most this many values (50 MiB at width 100)
     memo_limit = 1 << 17
 
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
