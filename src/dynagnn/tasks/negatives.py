@@ -1,0 +1,122 @@
+"""Negative edges for evaluating temporal link prediction: random, historical and inductive.
+
+Poursafaei et al. (NeurIPS 2022) showed that random negatives saturate: on UCI every memory model
+scores 89-97 AP against them, while negatives drawn from the graph's own past separate the models.
+DyGLib evaluates with three samplers, reproduced here per batch of evaluation events
+``[start, end]`` (the times of its first and last event):
+
+- ``random``: the positive's source against a destination drawn uniformly (:mod:`dynagnn.tasks.events`
+  draws these itself, K per positive, for AP and MRR; this module serves the other two);
+- ``historical``: edges seen at or before ``start`` that do not occur anywhere in ``[start, end]``:
+  links that were and are not now;
+- ``inductive``: the same, restricted to edges first seen after ``observed_end`` (the end of
+  training for validation, of validation for test): links the model never saw in training.
+
+Like DyGLib, a batch that has fewer such edges than it needs fills the rest with edges drawn
+uniformly from (distinct sources × distinct destinations of the stream) that do not occur in
+``[start, end]``; unlike DyGLib, which says nothing of it, :class:`NegativeEdges.of_kind` marks which
+negatives are of the asked kind, so that a run reports how much fell back to random (the silent
+fallback is the bug DyGLib's users report). Every batch's draw comes from its own generator
+``(seed, batch)``, so the negatives are fixed whatever else runs.
+
+Edges are directed (src, dst) keys ``src * N + dst``; the stream's distinct edges are kept sorted by
+the time each was first seen, so the edges seen by a time are a prefix and each batch costs one pass
+over them.
+
+Its users are to be the event link task (validation and test batches) and the snapshot link task
+(history = the union of the earlier snapshots' edges), behind one option (issue 28, the next step;
+today its tests only). It sits in ``tasks/`` beside the metrics it feeds and imports only
+:mod:`dynagnn.sortedkeys`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynagnn.sortedkeys import isin_sorted, unique_inverse, unique_sorted
+
+KINDS = ("random", "historical", "inductive")
+
+
+@dataclass
+class NegativeEdges:
+    """One batch's negatives: ``src``, ``dst`` int64 [n]; ``of_kind`` bool [n], False where an edge
+    was drawn at random because the batch had too few edges of the asked kind."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    of_kind: np.ndarray
+
+
+class EdgeHistory:
+    """The distinct directed edges of a stream, ordered by the time each was first seen.
+
+    ``src``, ``dst`` int64 [E], ``t`` float [E] in time order; ``num_nodes`` N (keys ``src·N + dst``).
+    """
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, t: np.ndarray, num_nodes: int):
+        self.n = int(num_nodes)
+        self.src, self.dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        self.t = np.asarray(t, dtype=np.float64)
+        if self.t.size > 1 and (self.t[1:] < self.t[:-1]).any():
+            raise ValueError("EdgeHistory needs events in time order")
+        self.keys = self.src * self.n + self.dst
+        uniq, inv = unique_inverse(self.keys)
+        first = np.full(uniq.size, np.inf)
+        np.minimum.at(first, inv, self.t)
+        order = np.argsort(first, kind="stable")
+        self.edge_keys, self.first_seen = uniq[order], first[order]     # by first time seen
+        self.sources, self.destinations = unique_sorted(self.src), unique_sorted(self.dst)
+
+    def seen_by(self, time: float) -> int:
+        """How many distinct edges were first seen at or before ``time`` (a prefix of edge_keys)."""
+        return int(np.searchsorted(self.first_seen, time, side="right"))
+
+    def occurring(self, start: float, end: float) -> np.ndarray:
+        """Sorted distinct keys of the edges with an event in ``[start, end]``."""
+        lo, hi = np.searchsorted(self.t, start, side="left"), np.searchsorted(self.t, end, side="right")
+        return unique_sorted(self.keys[lo:hi])
+
+    def candidates(self, kind: str, start: float, end: float, observed_end: float | None = None) -> np.ndarray:
+        """Keys of the edges of ``kind`` (historical or inductive) for a batch over ``[start, end]``."""
+        seen = self.edge_keys[:self.seen_by(start)]
+        if kind == "inductive":
+            if observed_end is None:
+                raise ValueError("inductive negatives need observed_end (the end of the observed period)")
+            seen = self.edge_keys[self.seen_by(observed_end):self.seen_by(start)] if start > observed_end else seen[:0]
+        elif kind != "historical":
+            raise ValueError(f"negative kind {kind!r}: candidates exist for historical and inductive")
+        return seen[~isin_sorted(seen, self.occurring(start, end))]
+
+    def sample(self, kind: str, size: int, start: float, end: float, rng: np.random.Generator,
+               observed_end: float | None = None) -> NegativeEdges:
+        """``size`` negatives of ``kind`` for a batch over ``[start, end]``: distinct edges of the kind
+        drawn without replacement, the rest (if too few) drawn uniformly from sources × destinations
+        minus the edges occurring in ``[start, end]``."""
+        if kind not in ("historical", "inductive"):
+            raise ValueError(f"negative kind {kind!r}: expected historical or inductive (random negatives are "
+                             "the task's own)")
+        pool = self.candidates(kind, start, end, observed_end)
+        take = min(int(size), pool.size)
+        keys = rng.choice(pool, size=take, replace=False) if take else pool[:0]
+        fill = self._random_fill(int(size) - take, self.occurring(start, end), rng)
+        keys = np.concatenate([keys, fill])
+        of_kind = np.arange(keys.size) < take
+        return NegativeEdges(keys // self.n, keys % self.n, of_kind)
+
+    def _random_fill(self, size: int, excluded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``size`` keys uniform over sources × destinations, none in the sorted ``excluded``
+        (redrawn until so; each draw keeps at least one candidate unless the product is excluded)."""
+        out = np.zeros(0, dtype=np.int64)
+        if size <= 0:
+            return out
+        if self.sources.size * self.destinations.size <= excluded.size:
+            raise ValueError("every possible edge occurs in the batch's period: no negative can be drawn")
+        while out.size < size:
+            need = size - out.size
+            keys = (self.sources[rng.integers(0, self.sources.size, 2 * need)] * self.n
+                    + self.destinations[rng.integers(0, self.destinations.size, 2 * need)])
+            out = np.concatenate([out, keys[~isin_sorted(keys, excluded)][:need]])
+        return out

@@ -1,0 +1,68 @@
+"""Historical and inductive negative edges (dynagnn.tasks.negatives) on a hand-built stream whose
+history is known, and on random streams against the definitions computed with Python sets: every
+negative marked of its kind is of it, the random fill never occurs in the batch's period, and the
+mark says exactly how many fell back to random."""
+
+import numpy as np
+import pytest
+
+from dynagnn.tasks.negatives import EdgeHistory
+from tests.conftest import random_events
+
+# (src, dst, t): 0->1 at 1 and 5, 1->2 at 2, 2->3 at 3, 3->4 at 6, 4->0 at 7, 1->3 at 8
+SRC, DST, T = np.array([0, 1, 2, 0, 3, 4, 1]), np.array([1, 2, 3, 1, 4, 0, 3]), np.array([1, 2, 3, 5, 6, 7, 8.0])
+
+
+def edges(neg):
+    return list(zip(neg.src.tolist(), neg.dst.tolist()))
+
+
+def test_historical_negatives_are_past_edges_absent_from_the_batch_period():
+    h = EdgeHistory(SRC, DST, T, 5)
+    # batch over [6, 8]: 3->4, 4->0, 1->3 occur; seen by 6 and not occurring: 0->1, 1->2, 2->3
+    neg = h.sample("historical", 2, 6, 8, np.random.default_rng(0))
+    assert neg.of_kind.all() and len(set(edges(neg))) == 2 and set(edges(neg)) <= {(0, 1), (1, 2), (2, 3)}
+    neg = h.sample("historical", 5, 6, 8, np.random.default_rng(0))
+    assert neg.of_kind.tolist() == [True] * 3 + [False] * 2
+    assert set(edges(neg)[:3]) == {(0, 1), (1, 2), (2, 3)}
+    assert not set(edges(neg)[3:]) & {(3, 4), (4, 0), (1, 3)}   # the fill avoids the period's edges
+    assert all(s in SRC and d in DST for s, d in edges(neg))     # sources x destinations of the stream
+
+
+def test_inductive_negatives_are_edges_first_seen_after_the_observed_period():
+    h = EdgeHistory(SRC, DST, T, 5)
+    # observed up to 3; batch over [7, 8]: first seen in (3, 7] are 3->4 (6) and 4->0 (7), 4->0 occurs
+    neg = h.sample("inductive", 1, 7, 8, np.random.default_rng(1), observed_end=3)
+    assert edges(neg) == [(3, 4)] and neg.of_kind.tolist() == [True]
+    # over [5, 5] no edge was first seen after 3: all fill, marked so
+    neg = h.sample("inductive", 3, 5, 5, np.random.default_rng(1), observed_end=3)
+    assert not neg.of_kind.any() and (0, 1) not in edges(neg)
+    with pytest.raises(ValueError, match="observed_end"):
+        h.sample("inductive", 1, 7, 8, np.random.default_rng(1))
+    with pytest.raises(ValueError, match="historical or inductive"):
+        h.sample("random", 1, 7, 8, np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_candidates_equal_the_definitions_on_random_streams(seed):
+    ev = random_events(n_nodes=9, n_events=200, t_max=100, seed=seed)
+    h = EdgeHistory(ev.src, ev.dst, ev.t, 9)
+    rng = np.random.default_rng(seed)
+    observed_end = 40
+    for _ in range(10):
+        start = float(rng.integers(0, 100))
+        end = start + float(rng.integers(0, 10))
+        period = {(s, d) for s, d, t in zip(ev.src, ev.dst, ev.t) if start <= t <= end}
+        seen = {(s, d) for s, d, t in zip(ev.src, ev.dst, ev.t) if t <= start}
+        observed = {(s, d) for s, d, t in zip(ev.src, ev.dst, ev.t) if t <= observed_end}
+        want = {"historical": seen - period, "inductive": seen - observed - period}
+        for kind, pool in want.items():
+            got = h.candidates(kind, start, end, observed_end)
+            assert {(int(k) // 9, int(k) % 9) for k in got} == pool and np.unique(got).size == got.size
+            neg = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end)
+            assert int(neg.of_kind.sum()) == min(12, len(pool))
+            marked = [e for e, k in zip(edges(neg), neg.of_kind) if k]
+            assert set(marked) <= pool and len(set(marked)) == len(marked)
+            assert not {e for e, k in zip(edges(neg), neg.of_kind) if not k} & period
+            again = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end)
+            assert edges(again) == edges(neg)                    # fixed by the generator's seed
