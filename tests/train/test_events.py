@@ -226,3 +226,17 @@ def test_prefetched_batches_train_as_batches_made_in_the_step(store, monkeypatch
         torch.testing.assert_close(getattr(mem1, name), getattr(mem0, name), rtol=0, atol=0)
     batches = len(Trainer(store, config("tgn"), progress=False).split.train) * 2
     assert made0.count("dynagnn-prefetch") == 0 and made1.count("dynagnn-prefetch") == batches
+
+
+@pytest.mark.parametrize("kind", ["random", "historical"])
+def test_the_negative_kind_is_scored_and_reported(store, kind):
+    """historical: AP and AUC over the negative edges, no MRR, the share of negatives of the kind in
+    the metrics (random: all of them, and its MRR)."""
+    tr = Trainer(store, config("tgn", eval_negative_kind=kind, epochs=1), progress=False)
+    metrics, _ = tr.fit()
+    share = metrics["val_negatives_of_kind"].iloc[0]
+    assert np.isfinite(metrics["val_ap"]).all() and np.isfinite(metrics["test_auc"]).all()
+    if kind == "random":
+        assert share == 1.0 and np.isfinite(metrics["val_mrr"]).all()
+    else:
+        assert 0 < share <= 1 and metrics["val_mrr"].isna().all() and metrics["test_ind_mrr"].isna().all()

@@ -66,3 +66,59 @@ def test_candidates_equal_the_definitions_on_random_streams(seed):
             assert not {e for e, k in zip(edges(neg), neg.of_kind) if not k} & period
             again = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end)
             assert edges(again) == edges(neg)                    # fixed by the generator's seed
+
+
+@pytest.mark.parametrize("kind", ["historical", "inductive"])
+def test_the_event_task_draws_fixed_negative_edges_of_its_kind(kind):
+    from dynagnn.data.types import EventStream
+    from dynagnn.tasks.events import EventLinkTask
+
+    ev = random_events(n_nodes=20, n_events=600, t_max=3000, seed=4)
+    task = EventLinkTask(EventStream(ev.src, ev.dst, ev.t), 20, 40, 5, seed=1, negative_kind=kind)
+    h = EdgeHistory(ev.src, ev.dst, ev.t, 20)
+    counted = 0
+    for split in ("val", "test"):
+        for unit in getattr(task.split, split):
+            events = task.unit_events(unit)[1]
+            neg = task.eval_negatives_of(split, events)
+            assert neg.shape == (events.size, 1, 2)
+            assert np.array_equal(neg, task.eval_negatives_of(split, events))      # fixed
+            start, end = ev.t[events[0]], ev.t[events[-1]]
+            pool = set(h.candidates(kind, start, end, task.observed_end[split]).tolist())
+            keys = neg[:, 0, 0] * 20 + neg[:, 0, 1]
+            assert sum(k in pool for k in keys.tolist()) >= min(events.size, len(pool))
+            counted += min(events.size, len(pool))  # of the kind: as many as the pool has, up to B
+            assert not set(keys.tolist()) & set(h.occurring(start, end).tolist())
+    drawn = task.negatives_drawn
+    assert drawn["all"] == 2 * (task.val_events.size + task.test_events.size)   # each batch drawn twice
+    assert drawn["of_kind"] == 2 * counted and counted > 0
+    with pytest.raises(Exception, match="negative kind"):
+        EventLinkTask(EventStream(ev.src, ev.dst, ev.t), 20, 40, 5, negative_kind="hard")
+
+
+def test_negative_edges_of_the_events_own_source_score_as_negative_destinations():
+    """A batch given negative edges (source, destination) whose sources are the events' own scores
+    them exactly as the same destinations given alone: the edge path against the existing one."""
+    import torch
+
+    from dynagnn.graph.sample import TemporalNeighbors
+    from dynagnn.models.heads import LinkPredictor
+    from dynagnn.models.tgnn import build_tgnn, make_batch
+
+    ev = random_events(n_nodes=12, n_events=120, t_max=300, seed=6)
+    torch.manual_seed(0)
+    model, head = build_tgnn("tgn", 12, 0, memory_dim=6, time_dim=4, neighbors=3).eval(), LinkPredictor(6).eval()
+    sampler = TemporalNeighbors.from_events(ev, 12)
+    dst_neg = np.random.default_rng(0).integers(0, 12, (20, 2))
+    edge_neg = np.stack([np.repeat(ev.src[60:80, None], 2, 1), dst_neg], axis=2)     # [B, K, 2]
+    scores = []
+    memory = model.new_memory()
+    for neg in (dst_neg, edge_neg):
+        b = make_batch(ev.src[60:80], ev.dst[60:80], ev.t[60:80], np.arange(60, 80), neg, sampler, 3)
+        src_rows, dst_rows = b.negative_pairs()
+        assert np.array_equal(b.roots[src_rows], np.repeat(ev.src[60:80], 2))
+        assert np.array_equal(b.roots[dst_rows], dst_neg.ravel())
+        with torch.no_grad():
+            z = model(b, memory.read(torch.from_numpy(b.nodes))).z
+            scores.append(head(z, torch.from_numpy(np.stack([src_rows, dst_rows]))))
+    torch.testing.assert_close(scores[1], scores[0], rtol=1e-6, atol=1e-6)

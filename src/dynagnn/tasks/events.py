@@ -14,6 +14,9 @@
   draws them, so that a negative is as likely as the positive to be a node unseen in training. AP and AUC score each positive
   against its first negative (a balanced set, as DyGLib); MRR ranks each positive among its K
   negatives, ties taking the mean of the best and worst rank (TGB's rule, :func:`metrics.mrr`).
+  ``negative_kind`` historical or inductive (Poursafaei et al.; :mod:`dynagnn.tasks.negatives`):
+  instead, one negative edge per event, both ends drawn from the stream's past edges of that kind
+  over the batch's period; AP and AUC only (an MRR needs K corruptions of one source).
 
 The task holds indices only; a batch unit is an integer, the index of a batch of ``batch_size``
 consecutive events of its split (training batches of the kept training events).
@@ -28,6 +31,7 @@ import numpy as np
 from dynagnn.errors import ConfigError, StoreError
 from dynagnn.sortedkeys import isin_sorted, unique_sorted
 from dynagnn.tasks import metrics as M
+from dynagnn.tasks.negatives import KINDS, EdgeHistory
 
 
 @dataclass
@@ -69,7 +73,7 @@ class EventLinkTask:
 
     def __init__(self, events, num_nodes: int, batch_size: int = 200, eval_negatives: int = 100,
                  seed: int = 0, val: float = 0.15, test: float = 0.15, new_node_share: float = 0.1,
-                 path: str = "store"):
+                 path: str = "store", negative_kind: str = "random"):
         check_events(events, path)
         self.src = np.asarray(events.src, dtype=np.int64)
         self.dst = np.asarray(events.dst, dtype=np.int64)
@@ -110,6 +114,14 @@ class EventLinkTask:
         self.offsets = {"train": 0, "val": nb["train"], "test": nb["train"] + nb["val"]}
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
         self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
+        if negative_kind not in KINDS:
+            raise ConfigError(f"negative kind {negative_kind!r}: expected one of {', '.join(KINDS)}")
+        self.negative_kind = negative_kind
+        # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
+        # observed = up to the end of training for validation, of validation for test (DyGLib's)
+        self.history = EdgeHistory(self.src, self.dst, self.t, self.num_nodes) if negative_kind != "random" else None
+        self.observed_end = {"val": float(self.t[in_train].max()), "test": float(self.t[in_train | in_val].max())}
+        self.negatives_drawn = {"of_kind": 0, "all": 0}  # evaluation negatives of the asked kind, of all drawn
 
     def unit_events(self, unit: int) -> tuple[str, np.ndarray]:
         """(split name, event indices int64 [<= B]) of a batch unit."""
@@ -128,8 +140,19 @@ class EventLinkTask:
         return self.train_dst[rng.integers(0, self.train_dst.size, size=(events.size, 1))]
 
     def eval_negatives_of(self, split: str, events: np.ndarray, inductive: bool = False) -> np.ndarray:
-        """int64 [B, K]: the fixed negatives of evaluation events of ``split`` (never the true dst,
-        unless the pool has a single destination); ``inductive``: of the inductive pass."""
+        """The fixed negatives of a batch of evaluation events of ``split`` (``inductive``: of the
+        inductive pass). Random: int64 [B, K] destinations for each event's source (never the true
+        dst, unless the pool has a single destination). Historical or inductive: int64 [B, 1, 2],
+        one negative edge (source, destination) per event (DyGLib's: as many as the batch's
+        positives, from :class:`~dynagnn.tasks.negatives.EdgeHistory` over the batch's period),
+        drawn from ``(seed, split, pass, first event)``; :attr:`negatives_drawn` counts them."""
+        if self.history is not None:
+            rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split], int(inductive), int(events[0]), 5])
+            neg = self.history.sample(self.negative_kind, events.size, float(self.t[events[0]]),
+                                      float(self.t[events[-1]]), rng, self.observed_end[split])
+            self.negatives_drawn["of_kind"] += int(neg.of_kind.sum())
+            self.negatives_drawn["all"] += int(neg.of_kind.size)
+            return np.stack([neg.src, neg.dst], axis=1).reshape(-1, 1, 2)
         key = (split, inductive)
         if key not in self._eval_neg:  # drawn once per split and pass (with their events, for lookups)
             ev = self._units[split]

@@ -23,9 +23,9 @@ Edges are directed (src, dst) keys ``src * N + dst``; the stream's distinct edge
 the time each was first seen, so the edges seen by a time are a prefix and each batch costs one pass
 over them.
 
-Its users are to be the event link task (validation and test batches) and the snapshot link task
-(history = the union of the earlier snapshots' edges), behind one option (issue 28, the next step;
-today its tests only). It sits in ``tasks/`` beside the metrics it feeds and imports only
+Users: :class:`dynagnn.tasks.events.EventLinkTask` (the event models' validation and test batches,
+option ``eval_negative_kind``); next, the snapshot link task (history = the union of the earlier
+snapshots' edges). It sits in ``tasks/`` beside the metrics it feeds and imports only
 :mod:`dynagnn.sortedkeys`.
 """
 

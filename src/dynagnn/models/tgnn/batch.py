@@ -30,7 +30,9 @@ class EventBatch:
 
     src, dst, eid int64 [B]; t float64 [B]; neg int64 [B, K].
     roots int64 [R]: ``src ‖ dst ‖ neg.ravel()`` (the negatives of event i at rows 2B + iK ...);
-    root_t float64 [R]. nbr, nbr_eid int64 [S, k] and nbr_t float64 [S, k]: the k most recent
+    root_t float64 [R]. With negative edges (``neg`` given [B, K, 2] to :func:`make_batch`: DyGLib's
+    historical and inductive negatives), ``neg`` holds their destinations, ``neg_src`` int64 [B, K]
+    their sources, and the roots end with ``neg_src.ravel()``. nbr, nbr_eid int64 [S, k] and nbr_t float64 [S, k]: the k most recent
     neighbours of the first S roots (S = 0, 2B or R), -1 padded; nbr_valid bool [S, k].
     nodes int64 [U]: sorted distinct ids of the roots and valid neighbours (the rows read);
     root_idx int64 [R], nbr_idx int64 [S, k] (0 where not valid): positions in ``nodes``.
@@ -64,6 +66,7 @@ class EventBatch:
     nbr_pos: np.ndarray
     gaps: np.ndarray
     gap_idx: np.ndarray
+    neg_src: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -72,6 +75,15 @@ class EventBatch:
     @property
     def negatives(self) -> int:
         return int(self.neg.shape[1])
+
+    def negative_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Root rows (source [BK], destination [BK]) of the negative pairs, event by event: the
+        event's own source against each negative destination, or the negative edges' own sources."""
+        b, k = self.neg.shape
+        dst_rows = 2 * b + np.arange(b * k)
+        if self.neg_src is None:
+            return np.repeat(np.arange(b), k), dst_rows
+        return 2 * b + b * k + np.arange(b * k), dst_rows
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Positions in ``nodes`` of ids that the batch reads."""
@@ -98,9 +110,12 @@ def make_batch(src, dst, t, eid, neg, sampler: TemporalNeighbors | None, k: int,
     src, dst, eid = (np.asarray(a, dtype=np.int64) for a in (src, dst, eid))
     t = np.asarray(t, dtype=np.float64)
     b = src.size
-    neg = np.asarray(neg, dtype=np.int64).reshape(b, -1)
-    roots = np.concatenate([src, dst, neg.ravel()])
-    root_t = np.concatenate([t, t, np.repeat(t, neg.shape[1])])
+    neg = np.asarray(neg, dtype=np.int64)
+    neg_src = neg[..., 0].reshape(b, -1) if neg.ndim == 3 else None  # negative edges, not destinations
+    neg = (neg[..., 1] if neg.ndim == 3 else neg).reshape(b, -1)
+    extra = [] if neg_src is None else [neg_src.ravel()]
+    roots = np.concatenate([src, dst, neg.ravel()] + extra)
+    root_t = np.concatenate([t, t] + [np.repeat(t, neg.shape[1])] * (1 + len(extra)))
     s = {"all": roots.size, "positive": 2 * b, "none": 0}[sample]
     distinct = distinct_roots(roots, root_t) if dedup or s == roots.size else None
     emb_rows, emb_inv = distinct if dedup else (np.arange(roots.size), np.arange(roots.size))
@@ -123,4 +138,4 @@ def make_batch(src, dst, t, eid, neg, sampler: TemporalNeighbors | None, k: int,
     gaps, gap_idx = unique_inverse(dt.ravel())
     return EventBatch(src, dst, t, eid, neg, roots, root_t, nbr, nbr_t, nbr_eid, valid, nodes,
                       inv[:roots.size], nbr_idx, emb_rows, emb_inv, nbr_nodes, nbr_pos, gaps,
-                      gap_idx.reshape(nbr.shape))
+                      gap_idx.reshape(nbr.shape), neg_src)

@@ -94,6 +94,12 @@ class EventOptions(Pipelining):
                             "mail delivery)", type="integer", minimum=1)
     event_negatives: int = option(100, "event models: fixed negative destinations per evaluation event for MRR "
                                   "(TGB's 100; AP and AUC use the first)", type="integer", minimum=1)
+    eval_negative_kind: str = option(
+        "random", "event models: the evaluation negatives (Poursafaei et al.; DyGLib's): random destinations "
+        "for each event's source (AP, AUC, MRR), or one negative edge per event drawn from the past edges absent "
+        "from the batch's period (historical) or from those first seen after training, for test after "
+        "validation (inductive); AP and AUC only, the share of negatives of the kind is the "
+        "negatives_of_kind column", enum=["random", "historical", "inductive"])
 
 
 class EventStrategy(Strategy):
@@ -145,7 +151,7 @@ class EventStrategy(Strategy):
         t0 = time.perf_counter()
         events = store.events()
         task = EventLinkTask(events, store.num_nodes, o.event_batch, o.event_negatives, c.seed,
-                             path=str(store.path))
+                             path=str(store.path), negative_kind=o.eval_negative_kind)
         feats = edge_features(events)
         load_seconds = time.perf_counter() - t0
         in_dim = 0 if feats is None else int(feats.shape[1])
@@ -246,11 +252,10 @@ class EventStrategy(Strategy):
         out = self.model(batch, rows, self.efeat)
         with section("embed"):
             b, k = batch.size, batch.negatives
-            ar = torch.arange(b, device=self.device)
-            src = ar.repeat_interleave(k)
-            neg_rows = 2 * b + torch.arange(b * k, device=self.device)
-            pairs = torch.stack([torch.cat([ar, src]), torch.cat([b + ar, neg_rows])])
-            scores = self.head(out.z, pairs)
+            ar = np.arange(b)
+            neg_src, neg_dst = batch.negative_pairs()
+            pairs = torch.from_numpy(np.stack([np.concatenate([ar, neg_src]), np.concatenate([b + ar, neg_dst])]))
+            scores = self.head(out.z, pairs.to(self.device))
         return scores[:b], scores[b:].reshape(b, k), out
 
     def train_step(self, step) -> float:
@@ -334,5 +339,10 @@ class EventStrategy(Strategy):
         ipos, ineg = self._pass(split, ind, inductive=True)
         metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg, self.task.batch_size).items()})
         metrics["ind_events"] = float(ind.size)
+        if self.task.negative_kind != "random":  # one negative edge per event: no MRR to take
+            metrics["mrr"] = metrics["ind_mrr"] = float("nan")
+        drawn = self.task.negatives_drawn
+        metrics["negatives_of_kind"] = drawn["of_kind"] / drawn["all"] if drawn["all"] else 1.0
+        drawn.update(of_kind=0, all=0)
         self.memory.restore(after)
         return metrics
