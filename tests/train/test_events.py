@@ -240,3 +240,12 @@ def test_the_negative_kind_is_scored_and_reported(store, kind):
         assert share == 1.0 and np.isfinite(metrics["val_mrr"]).all()
     else:
         assert 0 < share <= 1 and metrics["val_mrr"].isna().all() and metrics["test_ind_mrr"].isna().all()
+
+
+def test_a_failed_epoch_leaves_no_sampling_thread(store, monkeypatch):
+    """A step that raises mid-epoch: the engine's close stops the prefetch thread."""
+    tr = Trainer(store, config("tgn", pipeline="on"), progress=False)
+    monkeypatch.setattr(tr.strategy, "_score", lambda *a: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        tr.fit()
+    assert not [t for t in threading.enumerate() if t.name == "dynagnn-prefetch" and t.is_alive()]

@@ -88,10 +88,17 @@ def test_the_event_task_draws_fixed_negative_edges_of_its_kind(kind):
             keys = neg[:, 0, 0] * 20 + neg[:, 0, 1]
             assert sum(k in pool for k in keys.tolist()) >= min(events.size, len(pool))
             counted += min(events.size, len(pool))  # of the kind: as many as the pool has, up to B
-            assert not set(keys.tolist()) & set(h.occurring(start, end).tolist())
+            assert not set(keys.tolist()) & set((ev.src[events] * 20 + ev.dst[events]).tolist())  # no own positive
+            ind = events[task.inductive[events]]
+            if ind.size:  # the inductive pass draws from its own events' edges and nodes
+                neg_ind = task.eval_negatives_of(split, ind, inductive=True)
+                every = task._units[split][task.inductive[task._units[split]]]
+                assert set(neg_ind[:, 0, 0].tolist()) <= set(ev.src[every].tolist())
+                assert set(neg_ind[:, 0, 1].tolist()) <= set(ev.dst[every].tolist())
     drawn = task.negatives_drawn
-    assert drawn["all"] == 2 * (task.val_events.size + task.test_events.size)   # each batch drawn twice
-    assert drawn["of_kind"] == 2 * counted and counted > 0
+    inductive = int(task.inductive[task.val_events].sum() + task.inductive[task.test_events].sum())
+    assert drawn["all"] == 2 * (task.val_events.size + task.test_events.size) + inductive  # each batch twice
+    assert drawn["of_kind"] >= 2 * counted and counted > 0
     with pytest.raises(Exception, match="negative kind"):
         EventLinkTask(EventStream(ev.src, ev.dst, ev.t), 20, 40, 5, negative_kind="hard")
 

@@ -120,7 +120,8 @@ class EventLinkTask:
         # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
         # observed = up to the end of training for validation, of validation for test (DyGLib's)
         self.history = EdgeHistory(self.src, self.dst, self.t, self.num_nodes) if negative_kind != "random" else None
-        self.observed_end = {"val": float(self.t[in_train].max()), "test": float(self.t[in_train | in_val].max())}
+        self.observed_end = {"val": float(self.t[self.train_events].max()), "test": float(self.t[self.val_events].max())}
+        self._ind_history: dict[str, EdgeHistory] = {}  # the inductive pass's: its events alone (DyGLib's)
         self.negatives_drawn = {"of_kind": 0, "all": 0}  # evaluation negatives of the asked kind, of all drawn
 
     def unit_events(self, unit: int) -> tuple[str, np.ndarray]:
@@ -144,12 +145,19 @@ class EventLinkTask:
         inductive pass). Random: int64 [B, K] destinations for each event's source (never the true
         dst, unless the pool has a single destination). Historical or inductive: int64 [B, 1, 2],
         one negative edge (source, destination) per event (DyGLib's: as many as the batch's
-        positives, from :class:`~dynagnn.tasks.negatives.EdgeHistory` over the batch's period),
+        positives, from :class:`~dynagnn.tasks.negatives.EdgeHistory` over the batch's period; the
+        inductive pass from a history of its own events, as DyGLib's new-node samplers),
         drawn from ``(seed, split, pass, first event)``; :attr:`negatives_drawn` counts them."""
         if self.history is not None:
+            history = self.history
+            if inductive:
+                if split not in self._ind_history:
+                    ev = self._units[split][self.inductive[self._units[split]]]
+                    self._ind_history[split] = EdgeHistory(self.src[ev], self.dst[ev], self.t[ev], self.num_nodes)
+                history = self._ind_history[split]
             rng = np.random.default_rng([self.seed, {"val": 2, "test": 3}[split], int(inductive), int(events[0]), 5])
-            neg = self.history.sample(self.negative_kind, events.size, float(self.t[events[0]]),
-                                      float(self.t[events[-1]]), rng, self.observed_end[split])
+            neg = history.sample(self.negative_kind, events.size, float(self.t[events[0]]), float(self.t[events[-1]]),
+                                 rng, self.observed_end[split], self.src[events], self.dst[events])
             self.negatives_drawn["of_kind"] += int(neg.of_kind.sum())
             self.negatives_drawn["all"] += int(neg.of_kind.size)
             return np.stack([neg.src, neg.dst], axis=1).reshape(-1, 1, 2)

@@ -12,11 +12,13 @@ DyGLib evaluates with three samplers, reproduced here per batch of evaluation ev
 - ``inductive``: the same, restricted to edges first seen after ``observed_end`` (the end of
   training for validation, of validation for test): links the model never saw in training.
 
-Like DyGLib, a batch that has fewer such edges than it needs fills the rest with edges drawn
-uniformly from (distinct sources × distinct destinations of the stream) that do not occur in
-``[start, end]``; unlike DyGLib, which says nothing of it, :class:`NegativeEdges.of_kind` marks which
-negatives are of the asked kind, so that a run reports how much fell back to random (the silent
-fallback is the bug DyGLib's users report). Every batch's draw comes from its own generator
+Like DyGLib, a batch that has fewer such edges than it needs fills the rest with distinct edges
+drawn uniformly from (distinct sources × distinct destinations of the history) other than the
+batch's own positives; unlike DyGLib, which says nothing of it, :class:`NegativeEdges.of_kind` marks
+which negatives were drawn from the kind's pool, so that a run reports how much fell back to random
+(the silent fallback is the bug DyGLib's users report; a filled edge may happen to be of the kind
+too, and is not counted). The inductive setting's own pass (events touching unseen nodes) draws
+from a history of its events alone, as DyGLib's new-node samplers do. Every batch's draw comes from its own generator
 ``(seed, batch)``, so the negatives are fixed whatever else runs.
 
 Edges are directed (src, dst) keys ``src * N + dst``; the stream's distinct edges are kept sorted by
@@ -91,32 +93,42 @@ class EdgeHistory:
         return seen[~isin_sorted(seen, self.occurring(start, end))]
 
     def sample(self, kind: str, size: int, start: float, end: float, rng: np.random.Generator,
-               observed_end: float | None = None) -> NegativeEdges:
+               observed_end: float | None = None, batch_src: np.ndarray | None = None,
+               batch_dst: np.ndarray | None = None) -> NegativeEdges:
         """``size`` negatives of ``kind`` for a batch over ``[start, end]``: distinct edges of the kind
-        drawn without replacement, the rest (if too few) drawn uniformly from sources × destinations
-        minus the edges occurring in ``[start, end]``."""
+        drawn without replacement, the rest (if too few) distinct edges drawn uniformly from sources ×
+        destinations other than the batch's own positives (``batch_src``, ``batch_dst``; without
+        them, other than every edge occurring in ``[start, end]``)."""
         if kind not in ("historical", "inductive"):
             raise ValueError(f"negative kind {kind!r}: expected historical or inductive (random negatives are "
                              "the task's own)")
         pool = self.candidates(kind, start, end, observed_end)
         take = min(int(size), pool.size)
         keys = rng.choice(pool, size=take, replace=False) if take else pool[:0]
-        fill = self._random_fill(int(size) - take, self.occurring(start, end), rng)
+        own = (self.occurring(start, end) if batch_src is None else
+               unique_sorted(np.asarray(batch_src, dtype=np.int64) * self.n + np.asarray(batch_dst, dtype=np.int64)))
+        fill = self._random_fill(int(size) - take, own, rng)
         keys = np.concatenate([keys, fill])
         of_kind = np.arange(keys.size) < take
         return NegativeEdges(keys // self.n, keys % self.n, of_kind)
 
     def _random_fill(self, size: int, excluded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``size`` keys uniform over sources × destinations, none in the sorted ``excluded``
-        (redrawn until so; each draw keeps at least one candidate unless the product is excluded)."""
+        """``size`` keys uniform over sources × destinations, none in the sorted ``excluded``,
+        distinct while there are enough (DyGLib draws without replacement unless too few remain)."""
         out = np.zeros(0, dtype=np.int64)
         if size <= 0:
             return out
-        if self.sources.size * self.destinations.size <= excluded.size:
-            raise ValueError("every possible edge occurs in the batch's period: no negative can be drawn")
+        room = self.sources.size * self.destinations.size - excluded.size
+        if room <= 0:
+            raise ValueError("every possible edge is a positive of the batch: no negative can be drawn")
         while out.size < size:
             need = size - out.size
             keys = (self.sources[rng.integers(0, self.sources.size, 2 * need)] * self.n
                     + self.destinations[rng.integers(0, self.destinations.size, 2 * need)])
-            out = np.concatenate([out, keys[~isin_sorted(keys, excluded)][:need]])
+            keys = keys[~isin_sorted(keys, excluded)]
+            if out.size + need <= room:  # distinct: drop repeats, keeping the first draw of each
+                keys = np.concatenate([out, keys])
+                _, first = np.unique(keys, return_index=True)
+                keys = keys[np.sort(first)][out.size:]
+            out = np.concatenate([out, keys[:need]])
         return out

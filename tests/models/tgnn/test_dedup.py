@@ -128,3 +128,9 @@ def test_time_encoding_memo_answers_as_the_encoding_and_forgets_changed_weights(
     # with autograd on, every call encodes (ω and φ move every step) and the gradient flows
     enc.of_distinct(first).sum().backward()
     assert calls[-1] == 3 and enc.w.weight.grad is not None and enc.w.weight.grad.abs().sum() > 0
+    # a fused optimiser step changes ω and φ without bumping their version: the memo still notices
+    with torch.no_grad():
+        enc.of_distinct(second)
+    torch.optim.Adam(enc.parameters(), lr=0.1, fused=True).step()
+    with torch.no_grad():
+        torch.testing.assert_close(enc.of_distinct(second), forward(second), atol=1e-7, rtol=0)

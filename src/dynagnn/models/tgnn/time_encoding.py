@@ -39,10 +39,13 @@ class TimeEncoding(nn.Module):
         if torch.is_grad_enabled():
             self._memo = None
             return self(values)
-        version = (self.w.weight._version, self.w.bias._version, self.w.weight.data_ptr())
+        # the memo's weights compared by value: a fused optimiser step changes them in place without
+        # bumping their version counters (torch 2.13), and a copy is 2·dim numbers
+        weights = torch.cat([self.w.weight.detach().reshape(-1), self.w.bias.detach()])
         memo = getattr(self, "_memo", None)
-        if memo is None or memo[0] != version or memo[1].numel() > self.memo_limit:
-            memo = (version, values[:0].to(self.w.weight.dtype), self.w.weight.new_zeros(0, self.dim))
+        if (memo is None or memo[0].device != weights.device or not torch.equal(memo[0], weights)
+                or memo[1].numel() > self.memo_limit):
+            memo = (weights.clone(), values[:0].to(self.w.weight.dtype), self.w.weight.new_zeros(0, self.dim))
         _, known, enc = memo
         pos = torch.searchsorted(known, values).clamp_(max=max(known.numel() - 1, 0))
         new = values if known.numel() == 0 else values[known[pos] != values]
@@ -50,7 +53,7 @@ class TimeEncoding(nn.Module):
             known, order = torch.sort(torch.cat([known, new.to(known.dtype)]))
             enc = torch.cat([enc, self(new)])[order]
             pos = torch.searchsorted(known, values)
-        self._memo = (version, known, enc)
+        self._memo = (memo[0], known, enc)
         return enc[pos]
 
 

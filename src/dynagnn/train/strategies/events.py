@@ -214,6 +214,12 @@ class EventStrategy(Strategy):
         self.prefetch.close()
         return {}
 
+    def close(self) -> None:
+        """Stop the sampling thread (training ended, or failed mid-epoch)."""
+        prefetch = getattr(self, "prefetch", None)
+        if prefetch is not None:
+            prefetch.close()
+
     def steps(self, units, batch_windows: int = 1) -> list[list[int]]:
         """One batch of events per step (the batch is the unit; B is the event batch's size)."""
         return [[u] for u in units]
