@@ -244,8 +244,12 @@ def test_the_negative_kind_is_scored_and_reported(store, kind):
 
 def test_a_failed_epoch_leaves_no_sampling_thread(store, monkeypatch):
     """A step that raises mid-epoch: the engine's close stops the prefetch thread."""
+    def prefetching():
+        return {t for t in threading.enumerate() if t.name == "dynagnn-prefetch" and t.is_alive()}
+
+    before = prefetching()  # other tests of this process may have left theirs
     tr = Trainer(store, config("tgn", pipeline="on"), progress=False)
     monkeypatch.setattr(tr.strategy, "_score", lambda *a: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
         tr.fit()
-    assert not [t for t in threading.enumerate() if t.name == "dynagnn-prefetch" and t.is_alive()]
+    assert not prefetching() - before and tr.strategy.prefetch._thread is None
