@@ -66,6 +66,7 @@ def test_no_event_reaches_its_own_prediction(store):
                 pos, neg, w = s._forward(ev, s.task.train_negatives(ev, 0, unit), s.train_sampler)
                 apply_writes(s.memory, w)
                 out.append(torch.cat([pos, neg.reshape(-1)]))
+        s.close()  # start_epoch started the sampling thread for batches this test makes itself
         return out
     a, b = scores(False), scores(True)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
@@ -82,6 +83,7 @@ def test_replay_rebuilds_the_memory_of_a_training_epoch(store):
     trained = s.memory.snapshot()
     s.start_epoch(1)
     s.replay(s.task.split.train)
+    s.close()
     for a, b in zip(trained, s.memory.snapshot()):
         assert torch.allclose(a.double(), b.double(), atol=1e-6)
 
