@@ -119,6 +119,9 @@ def test_link_metrics_rank_ties_as_tgb():
     # DyGLib's per-batch means: batch 1 holds one pair each, a tie (AUC 1/2, AP 1/2) then a win
     b = link_metrics(pos, neg, batch=1)
     assert b["auc_batch"] == pytest.approx((0.5 + 1) / 2) and b["ap_batch"] == pytest.approx((0.5 + 1) / 2)
+    # a pass without events (a split with no inductive events) scores nothing, and says so
+    empty = link_metrics(np.zeros(0), np.zeros((0, 3)), batch=200)
+    assert sorted(empty) == sorted(b) and all(np.isnan(v) for v in empty.values())
 
 
 def test_the_schedule_plans_no_event_model():

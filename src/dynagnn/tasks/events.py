@@ -190,10 +190,11 @@ def link_metrics(pos: np.ndarray, neg: np.ndarray, batch: int | None = None) -> 
     ``batch``, also ``ap_batch``/``auc_batch``: their mean over consecutive batches of that many
     events, which is how DyGLib reports AP and AUC (a score scale drifting over time costs the
     global figures, not these)."""
-    pos, neg = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64).reshape(pos.size, -1)
     keys = ("ap", "auc", "mrr") + (("ap_batch", "auc_batch") if batch else ())
-    if pos.size == 0:
+    pos = np.asarray(pos, dtype=np.float64)
+    if pos.size == 0:  # a pass without events (a split with no inductive events): nothing to score
         return dict.fromkeys(keys, float("nan"))
+    neg = np.asarray(neg, dtype=np.float64).reshape(pos.size, -1)
     ap, auc = _ap_auc(pos, neg[:, 0])
     out = {"ap": ap, "auc": auc, "mrr": M.mrr(pos, neg)}
     if batch:
