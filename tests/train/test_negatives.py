@@ -17,12 +17,18 @@ def edges(neg):
     return list(zip(neg.src.tolist(), neg.dst.tolist()))
 
 
+def batch(src, dst, t, start, end):
+    """The positives of a batch holding every event of [start, end]."""
+    inside = (t >= start) & (t <= end)
+    return src[inside], dst[inside]
+
+
 def test_historical_negatives_are_past_edges_absent_from_the_batch_period():
     h = EdgeHistory(SRC, DST, T, 5)
     # batch over [6, 8]: 3->4, 4->0, 1->3 occur; seen by 6 and not occurring: 0->1, 1->2, 2->3
-    neg = h.sample("historical", 2, 6, 8, np.random.default_rng(0))
+    neg = h.sample("historical", 2, 6, 8, np.random.default_rng(0), None, *batch(SRC, DST, T, 6, 8))
     assert neg.of_kind.all() and len(set(edges(neg))) == 2 and set(edges(neg)) <= {(0, 1), (1, 2), (2, 3)}
-    neg = h.sample("historical", 5, 6, 8, np.random.default_rng(0))
+    neg = h.sample("historical", 5, 6, 8, np.random.default_rng(0), None, *batch(SRC, DST, T, 6, 8))
     assert neg.of_kind.tolist() == [True] * 3 + [False] * 2
     assert set(edges(neg)[:3]) == {(0, 1), (1, 2), (2, 3)}
     assert not set(edges(neg)[3:]) & {(3, 4), (4, 0), (1, 3)}   # the fill avoids the period's edges
@@ -32,15 +38,15 @@ def test_historical_negatives_are_past_edges_absent_from_the_batch_period():
 def test_inductive_negatives_are_edges_first_seen_after_the_observed_period():
     h = EdgeHistory(SRC, DST, T, 5)
     # observed up to 3; batch over [7, 8]: first seen in (3, 7] are 3->4 (6) and 4->0 (7), 4->0 occurs
-    neg = h.sample("inductive", 1, 7, 8, np.random.default_rng(1), observed_end=3)
+    neg = h.sample("inductive", 1, 7, 8, np.random.default_rng(1), 3, *batch(SRC, DST, T, 7, 8))
     assert edges(neg) == [(3, 4)] and neg.of_kind.tolist() == [True]
     # over [5, 5] no edge was first seen after 3: all fill, marked so
-    neg = h.sample("inductive", 3, 5, 5, np.random.default_rng(1), observed_end=3)
+    neg = h.sample("inductive", 3, 5, 5, np.random.default_rng(1), 3, *batch(SRC, DST, T, 5, 5))
     assert not neg.of_kind.any() and (0, 1) not in edges(neg)
     with pytest.raises(ValueError, match="observed_end"):
-        h.sample("inductive", 1, 7, 8, np.random.default_rng(1))
+        h.sample("inductive", 1, 7, 8, np.random.default_rng(1), None, *batch(SRC, DST, T, 7, 8))
     with pytest.raises(ValueError, match="historical or inductive"):
-        h.sample("random", 1, 7, 8, np.random.default_rng(1))
+        h.sample("random", 1, 7, 8, np.random.default_rng(1), None, *batch(SRC, DST, T, 7, 8))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -59,12 +65,12 @@ def test_candidates_equal_the_definitions_on_random_streams(seed):
         for kind, pool in want.items():
             got = h.candidates(kind, start, end, observed_end)
             assert {(int(k) // 9, int(k) % 9) for k in got} == pool and np.unique(got).size == got.size
-            neg = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end)
+            neg = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end, *batch(ev.src, ev.dst, ev.t, start, end))
             assert int(neg.of_kind.sum()) == min(12, len(pool))
             marked = [e for e, k in zip(edges(neg), neg.of_kind) if k]
             assert set(marked) <= pool and len(set(marked)) == len(marked)
             assert not {e for e, k in zip(edges(neg), neg.of_kind) if not k} & period
-            again = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end)
+            again = h.sample(kind, 12, start, end, np.random.default_rng(7), observed_end, *batch(ev.src, ev.dst, ev.t, start, end))
             assert edges(again) == edges(neg)                    # fixed by the generator's seed
 
 

@@ -93,20 +93,18 @@ class EdgeHistory:
         return seen[~isin_sorted(seen, self.occurring(start, end))]
 
     def sample(self, kind: str, size: int, start: float, end: float, rng: np.random.Generator,
-               observed_end: float | None = None, batch_src: np.ndarray | None = None,
-               batch_dst: np.ndarray | None = None) -> NegativeEdges:
-        """``size`` negatives of ``kind`` for a batch over ``[start, end]``: distinct edges of the kind
-        drawn without replacement, the rest (if too few) distinct edges drawn uniformly from sources ×
-        destinations other than the batch's own positives (``batch_src``, ``batch_dst``; without
-        them, other than every edge occurring in ``[start, end]``)."""
+               observed_end: float | None, batch_src: np.ndarray, batch_dst: np.ndarray) -> NegativeEdges:
+        """``size`` negatives of ``kind`` for a batch over ``[start, end]`` whose positives are
+        ``batch_src`` -> ``batch_dst``: distinct edges of the kind drawn without replacement, the rest
+        (if too few) distinct edges drawn uniformly from sources × destinations other than the
+        batch's positives."""
         if kind not in ("historical", "inductive"):
             raise ValueError(f"negative kind {kind!r}: expected historical or inductive (random negatives are "
                              "the task's own)")
         pool = self.candidates(kind, start, end, observed_end)
         take = min(int(size), pool.size)
         keys = rng.choice(pool, size=take, replace=False) if take else pool[:0]
-        own = (self.occurring(start, end) if batch_src is None else
-               unique_sorted(np.asarray(batch_src, dtype=np.int64) * self.n + np.asarray(batch_dst, dtype=np.int64)))
+        own = unique_sorted(np.asarray(batch_src, dtype=np.int64) * self.n + np.asarray(batch_dst, dtype=np.int64))
         fill = self._random_fill(int(size) - take, own, rng)
         keys = np.concatenate([keys, fill])
         of_kind = np.arange(keys.size) < take

@@ -232,20 +232,25 @@ class EventStrategy(Strategy):
             self._pending = None
 
     # ---- one batch ------------------------------------------------------------------------------
-    def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors, batch=None):
-        """(positive scores [B], negative scores [B, K], writes) of one batch (``batch``: already made)."""
+    def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
+        """(positive scores [B], negative scores [B, K], writes) of one batch."""
         with section("sample"):
-            batch = self._make(events, neg, sampler) if batch is None else batch
+            batch = self._make(events, neg, sampler)
+        return self._run(batch)
+
+    def _run(self, batch):
+        """:meth:`_forward` of a batch already made: its rows read, its roots scored."""
+        with section("sample"):
             ids = torch.from_numpy(batch.nodes).to(self.device)
         with section("memory"):
             rows = self.memory.read(ids)
         return self._score(batch, rows)
 
     def _prepare(self, key):
-        """(events, batch) of training unit ``unit`` at ``epoch`` (the prefetch thread's work)."""
+        """The batch of training unit ``unit`` at ``epoch`` (the prefetch thread's work)."""
         unit, epoch = key
         _, events = self.task.unit_events(unit)
-        return events, self._make(events, self.task.train_negatives(events, epoch, unit), self.train_sampler)
+        return self._make(events, self.task.train_negatives(events, epoch, unit), self.train_sampler)
 
     def _make(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
         """The :class:`~dynagnn.models.tgnn.EventBatch` of ``events`` with negatives ``neg`` [B, K]."""
@@ -271,8 +276,8 @@ class EventStrategy(Strategy):
         total = 0.0
         for unit in step:
             with section("sample"):
-                events, batch = self.prefetch.get((unit, self.epoch))
-            pos, negs, out = self._forward(events, batch.neg, self.train_sampler, batch)
+                batch = self.prefetch.get((unit, self.epoch))
+            pos, negs, out = self._run(batch)
             with section("embed"):
                 logits = torch.cat([pos, negs.reshape(-1)])
                 target = torch.cat([torch.ones_like(pos), torch.zeros(negs.numel(), device=pos.device)])
