@@ -1,6 +1,7 @@
 # make run    the embedded default pipeline (config.yaml) with Snakemake on 2 cores, then its report
 # make test   the test suite (unit, workflow, multi-process)
 # make bench  the benchmarks (ratios measured side by side, printed)
+# make gpu-bundle, make gpu-check [BUNDLE=dir]   the GPU machine's bundle and check (below)
 # Each creates .venv and installs the project first.
 
 PYTHON ?= python3
@@ -41,3 +42,30 @@ lint: install
 
 clean:
 	rm -rf results .snakemake
+
+# make gpu-check [BUNDLE=dir]   on a GPU machine: the gpu-marked tests, then the GPU ladder, written to
+#   $(GPU_CHECK_OUT) (gpu-check.json, gpu-check.md). With BUNDLE (made by `make gpu-bundle` where the
+#   package index is reachable), the machine's own python and torch are used and the bundle's wheels
+#   are installed with --no-index into $(GPU_SITE), never over the image's torch; without it, the venv.
+GPU_PYTHON ?= python3
+GPU_SITE ?= /tmp/dynagnn-gpu-site
+GPU_CHECK_OUT ?= results/gpu-check
+GPU_CHECK_ARGS ?=
+BUNDLE ?=
+
+GPU_BUNDLE ?= .gpu-bundle
+
+.PHONY: gpu-bundle gpu-check
+# make gpu-bundle   where the package index is reachable: the wheels a CUDA PyTorch image lacks (cp312,
+#   manylinux x86_64, pinned) and the project's own wheel, into $(GPU_BUNDLE); prints its size
+gpu-bundle: install
+	$(PY) tools/gpu_bundle.py download --dest "$(GPU_BUNDLE)"
+
+gpu-check:
+	@if [ -n "$(BUNDLE)" ]; then \
+	  $(GPU_PYTHON) tools/gpu_bundle.py install --bundle "$(BUNDLE)" --target "$(GPU_SITE)" && \
+	  PYTHONPATH="$(CURDIR)/src:$(CURDIR):$(GPU_SITE)" PYTHONUNBUFFERED=1 \
+	    $(GPU_PYTHON) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS); \
+	else \
+	  $(MAKE) install && PYTHONUNBUFFERED=1 $(PY) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS); \
+	fi

@@ -48,13 +48,13 @@ def blad_group_store(name: str = "blad_group"):
     return blad_store(name, *STORES[name])
 
 
-def _predictor(path):
+def _predictor(path, device: str = "cpu"):
     from dynagnn.cost.fit import fit
     from dynagnn.cost.profile import profile_operators
     from dynagnn.cost.stage import fit_link_into, stage_grid
 
     grid = stage_grid("auto", stores=[path], models=[MODEL], hidden=[HIDDEN])
-    return fit_link_into(fit(profile_operators(grid, "cpu", repeats=5, progress=False, threads=1)))
+    return fit_link_into(fit(profile_operators(grid, device, repeats=5, progress=False, threads=1)))
 
 
 def _plan(path, predictor, workers, out):
@@ -76,7 +76,7 @@ def _plan(path, predictor, workers, out):
 WARMUP = 2
 
 
-def _run(path, strategy, workers, threads, epochs, batch, plan=None, replan=True):
+def _run(path, strategy, workers, threads, epochs, batch, plan=None, replan=True, device="cpu"):
     from dynagnn.train.engine import TrainConfig, train
 
     from dynagnn.train.strategies import strategy_class
@@ -84,7 +84,8 @@ def _run(path, strategy, workers, threads, epochs, batch, plan=None, replan=True
     own = {k: v for k, v in {"plan": str(plan) if plan else None, "replan": replan}.items()
            if k in strategy_class(strategy).settable()}  # blad_even is never re-planned: it takes no replan
     cfg = TrainConfig.of(model=MODEL, strategy=strategy, workers=workers, threads=threads, hidden=HIDDEN, window=WINDOW,
-                         epochs=epochs, patience=epochs, warmup_epochs=WARMUP, batch_windows=batch, **own)
+                         epochs=epochs, patience=epochs, warmup_epochs=WARMUP, batch_windows=batch, device=device,
+                         **own)
     with tempfile.TemporaryDirectory() as out:
         return train(path, out, cfg, progress=False)
 

@@ -145,8 +145,11 @@ def checkpointing(path, window: int, nbs=(1, 2, 4, 8)) -> list[dict]:
     return rows
 
 
-def transfer(paths: dict, repeats: int = 5) -> list[dict]:
-    """Bytes and time to deliver every snapshot in order, in full and as graph differences."""
+def transfer(paths: dict, repeats: int = 5, device: str = "cpu") -> list[dict]:
+    """Bytes and time to deliver every snapshot in order, in full and as graph differences (on a GPU
+    the clock stops after the device has finished)."""
+    import torch
+
     from dynagnn.data.store import open_store
     from dynagnn.train.transfer import load_host_snapshots
     from dynagnn.train.transfer import SnapshotFeeder
@@ -163,13 +166,15 @@ def transfer(paths: dict, repeats: int = 5) -> list[dict]:
         for mode in ("full", "diff"):
             times = []
             for _ in range(repeats + 1):
-                f = SnapshotFeeder(host, x, store.num_nodes, "cpu", mode, capacity=2)
+                f = SnapshotFeeder(host, x, store.num_nodes, device, mode, capacity=2)
                 if mode == "diff":  # the host prepares differences once, before training
                     for t in range(1, len(host)):
                         f._diff(t)
                 t0 = time.perf_counter()
                 for t in range(len(host)):
                     f.adjacency(t)
+                if device != "cpu":
+                    torch.cuda.synchronize()
                 times.append(time.perf_counter() - t0)
             res[mode] = (f.stats["bytes"], statistics.median(times[1:]))
         (bf, tf), (bd, td) = res["full"], res["diff"]

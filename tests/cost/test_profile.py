@@ -10,6 +10,7 @@ from dynagnn.cost.profile import (COLD_OPERATORS, COLUMNS, DIRECTIONS, OPERATORS
                                   measure, profile_operators, quick_grid, random_adjacency, read_profile,
                                   write_profile)
 from dynagnn.errors import ConfigError, CostError
+from tests.conftest import needs_gpu
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +105,8 @@ def test_cuda_on_a_cpu_machine_is_a_clear_error():
         profile_operators(quick_grid(), "meta", progress=False)
 
 
+@needs_gpu
 def test_profile_on_cuda_when_present():
-    if not torch.cuda.is_available():
-        pytest.skip("no GPU")
     df = profile_operators(Grid([256], [4.0], [8]), "cuda", warmup=1, repeats=3, progress=False)
     assert (df.device == "cuda").all() and (df.median_s > 0).all() and len(df) == 2 * len(OPERATORS)
 

@@ -5,6 +5,8 @@ import torch
 from dynagnn.graph.csr import dense_normalized, normalize
 from dynagnn.models.layers import GCN, GCNLayer
 
+from tests.conftest import DEVICES
+
 from .graphs import N, random_edges
 
 
@@ -14,9 +16,10 @@ def graph():
     return row, col, w, normalize(row, col, w, N), dense_normalized(row, col, w, N)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("order", ["auto", "aggregate_first", "update_first"])
 @pytest.mark.parametrize("dims", [(6, 4), (4, 6)])
-def test_gcn_layer_matches_dense(graph, order, dims):
+def test_gcn_layer_matches_dense(graph, order, dims, device):
     torch.manual_seed(0)
     *_, adj, a = graph
     layer = GCNLayer(*dims, order=order)
@@ -24,7 +27,8 @@ def test_gcn_layer_matches_dense(graph, order, dims):
         layer.bias.normal_()
     x = torch.randn(N, dims[0])
     expect = a.double() @ x.double() @ layer.weight.double() + layer.bias.double()
-    torch.testing.assert_close(layer(adj, x).double(), expect, rtol=1e-5, atol=1e-5)
+    got = layer.to(device)(adj.to(device), x.to(device))
+    torch.testing.assert_close(got.double().cpu(), expect, rtol=1e-5, atol=1e-5)
 
 
 def test_auto_order_picks_narrower_side():

@@ -9,6 +9,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from dynagnn.models import MODELS, GCNLayer, build_model
+from tests.conftest import DEVICES
 
 from .graphs import N, window
 
@@ -166,22 +167,33 @@ def data():
     return window(T=3, n=N, f=F, seed=7)
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_step_matches_dense(case, data):
+def on(data, device):
     adjs, As, Xs = data
+    return [a.to(device) for a in adjs], [a.to(device) for a in As], [x.to(device) for x in Xs]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_step_matches_dense(case, data, device):
+    """On cuda the sparse path is cuSPARSE's; the dense computation runs on the same device."""
+    adjs, As, Xs = on(data, device)
     model, dense = make(case)
+    model.to(device)
     p = dict(model.named_parameters())
     h, state = model(adjs, Xs)
-    expect = dense(p, As, Xs)
+    with torch.device(device):  # the dense references make their zero states where the data is
+        expect = dense(p, As, Xs)
     assert h.shape == (N, model.out_dim) == expect.shape
     torch.testing.assert_close(h, expect, rtol=1e-4, atol=1e-5)
     assert isinstance(state, tuple) and all(isinstance(s, torch.Tensor) for s in state)
 
     # gradients of one loss, sparse path vs dense path, with respect to every parameter
-    target = torch.randn_like(h, generator=torch.Generator().manual_seed(1))
+    target = torch.randn(h.shape, generator=torch.Generator().manual_seed(1)).to(device)
     names = list(p)
     g_model = torch.autograd.grad(((h - target) ** 2).mean(), [p[k] for k in names], allow_unused=True)
-    g_dense = torch.autograd.grad(((dense(p, As, Xs) - target) ** 2).mean(), [p[k] for k in names], allow_unused=True)
+    with torch.device(device):
+        g_dense = torch.autograd.grad(((dense(p, As, Xs) - target) ** 2).mean(), [p[k] for k in names],
+                                      allow_unused=True)
     for name, a, b in zip(names, g_model, g_dense):
         assert (a is None) == (b is None), name
         if a is not None:
@@ -214,15 +226,17 @@ def test_operator_order_is_swappable(case, data):
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", list(CASES))
-def test_checkpointed_blocks_equal_plain(case, data):
+def test_checkpointed_blocks_equal_plain(case, data, device):
     """The engine's use: state tuples carried across checkpointed time blocks give the same gradients."""
-    adjs, _, Xs = data
+    adjs, _, Xs = on(data, device)
     model, _ = make(case)
+    model.to(device)
     params = list(model.parameters())
 
     def run(ckpt):
-        state = model.initial_state(N)
+        state = model.initial_state(N, device)
         loss = 0.0
         for t in range(len(adjs)):
             if ckpt:

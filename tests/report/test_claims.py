@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dynagnn.cli import main
+from dynagnn.errors import InputError
 from dynagnn.report.claims import CLAIMS, claim_tables, claims_html, claims_table
 from dynagnn.tables import write_parquet
 from tests.badinput.common import assert_refused
@@ -163,3 +164,48 @@ def test_an_oversubscribed_run_is_no_evidence(tmp_path):
                  "--figure", str(base / "compare-2.png")]) == 0
     esdg = _rows(claims_table([base / "compare-2.parquet"], tmp_path), "epoch time: BLAD over ESDG").iloc[0]
     assert esdg["ours"] == pytest.approx(2.0 / 1.6) and esdg["status"].startswith("needs a GPU")
+
+
+# ---- gpu-check's rows ----------------------------------------------------------------------------
+
+def _gpu_json(tmp_path, rows, device="cuda"):
+    path = tmp_path / "gpu-check.json"
+    path.write_text(json.dumps({"version": 1, "environment": {"device": device, "gpu": "Test GPU"},
+                                "rows": [{"unit": "", "note": "", "status": "measured", **r} for r in rows]}))
+    return path
+
+
+def test_claims_needing_a_gpu_take_rows_from_gpu_check(tmp_path):
+    rows = [{"system": "BLAD", "rung": "blad_nm 1x2", "measure": "epoch", "value": 0.3},
+            {"system": "BLAD", "rung": "group 1x2", "measure": "epoch", "value": 0.2},
+            {"system": "BLAD", "rung": "group 1x2", "measure": "operator overlap share", "value": 0.25},
+            {"system": "PiPAD", "rung": "a: PiPAD", "measure": "speed-up over the PyG-T loop", "value": 4.0},
+            {"system": "PiPAD", "rung": "b: PiPAD", "measure": "speed-up over the PyG-T loop", "value": 2.0},
+            {"system": "PiPAD", "rung": "a: pyg", "measure": "transfer share of the one-snapshot loop",
+             "value": None, "status": "not evidence"}]
+    t = claims_table([], tmp_path, gpu_check=_gpu_json(tmp_path, rows))
+    gpu = t[t["device"] == "cuda (Test GPU)"]
+    nm = gpu[gpu["claim"].str.startswith("epoch time: BLAD-NM")].iloc[0]
+    assert nm["ours"] == pytest.approx(0.3 / 0.2) and nm["status"] == "measured (gpu-check)"
+    assert nm["where"] == "gpu-check: BLAD: blad_nm 1x2 / group 1x2"
+    overlap = gpu[gpu["claim"] == "share of time the NN and graph operators overlap, BLAD"].iloc[0]
+    assert overlap["ours"] == 0.25 and overlap["ratio"] == pytest.approx(0.25 / 0.359)
+    speed = gpu[gpu["claim"].str.startswith("training speed-up of PiPAD")]
+    assert speed["ours"].tolist() == [4.0, 2.0] and (speed["paper_value"] == 5.18).all()  # T-GCN's figure
+    # a rung gpu-check did not measure, or measured as no evidence, says so; no "not run" row beside it
+    transfer = t[t["claim"] == "data transfer is 38.7% of PyGT's training time"]
+    assert transfer["status"].str.startswith("not in this gpu-check").all() and len(transfer) == 1
+    assert (t.loc[t["claim"].str.startswith("epoch time: PaGraph"), "status"].str.startswith("not in this gpu")).all()
+    # claims that need no GPU get no gpu-check rows
+    assert not gpu["claim"].str.contains("dispatch redundancy").any()
+
+
+def test_a_cpu_gpu_check_adds_nothing_and_a_bad_file_is_refused(tmp_path):
+    plain = claims_table([], tmp_path)
+    cpu = claims_table([], tmp_path, gpu_check=_gpu_json(tmp_path, [
+        {"system": "BLAD", "rung": "group 1x2", "measure": "operator overlap share", "value": 0.25}], device="cpu"))
+    pd.testing.assert_frame_equal(plain, cpu)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"rows\": 3}")
+    with pytest.raises(InputError, match="not a gpu-check result"):
+        claims_table([], tmp_path, gpu_check=bad)

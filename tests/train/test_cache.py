@@ -11,6 +11,7 @@ from dynagnn.data.store import open_store
 from dynagnn.errors import ConfigError
 from dynagnn.graph.cache import FIFOCache, StaticCache
 from dynagnn.train.cache import FeatureCache, StoreRows
+from tests.conftest import DEVICES
 
 N, F = 400, 6
 
@@ -28,23 +29,28 @@ def batches(k=30, seed=0):
     return [np.unique(rng.choice(N, rng.integers(5, 120), replace=False)) for _ in range(k)]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("policy", ["fifo", "static", "none"])
 @pytest.mark.parametrize("caps", [(10, 25), (0, 40), (60, 0), (500, 500)])
-def test_fetch_returns_exactly_the_rows_asked_for(store, policy, caps):
+def test_fetch_returns_exactly_the_rows_asked_for(store, policy, caps, device):
+    """On cuda level 1 lives in device memory (BGL's GPU cache) and every fetch returns device rows."""
     x = store.read("features/x")
     scores = np.random.default_rng(2).random(N)
-    cache = FeatureCache(StoreRows(store), caps[0] * 4 * F, caps[1] * 4 * F, "cpu", policy, scores)
+    cache = FeatureCache(StoreRows(store), caps[0] * 4 * F, caps[1] * 4 * F, device, policy, scores)
     for ids in batches():
-        np.testing.assert_array_equal(cache.fetch(ids).numpy(), x[ids])
+        out = cache.fetch(ids)
+        assert out.device.type == device
+        np.testing.assert_array_equal(out.cpu().numpy(), x[ids])
         # an evaluation read in between changes neither the rows nor the state
         before = cache.stats()
-        np.testing.assert_array_equal(cache.fetch(ids[::2], update=False).numpy(), x[ids[::2]])
+        np.testing.assert_array_equal(cache.fetch(ids[::2], update=False).cpu().numpy(), x[ids[::2]])
         assert cache.stats() == before
 
 
-def test_hits_equal_the_simulation_per_level(store):
+@pytest.mark.parametrize("device", DEVICES)
+def test_hits_equal_the_simulation_per_level(store, device):
     caps = (20, 50)
-    cache = FeatureCache(StoreRows(store), caps[0] * 4 * F, caps[1] * 4 * F, "cpu", "fifo")
+    cache = FeatureCache(StoreRows(store), caps[0] * 4 * F, caps[1] * 4 * F, device, "fifo")
     sim1, sim2 = FIFOCache(caps[0], N), FIFOCache(caps[1], N)
     store_rows = 0
     for ids in batches(60):
@@ -98,13 +104,3 @@ def test_store_without_features_is_refused(tmp_path):
             "params": {"num_nodes": 20, "num_snapshots": 2, "avg_degree": 2.0}}, path)
     with pytest.raises(ConfigError, match="no node features"):
         StoreRows(open_store(path))
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="level 1 on a GPU needs one")
-def test_level_one_on_the_gpu(store):
-    x = store.read("features/x")
-    cache = FeatureCache(StoreRows(store), 20 * 4 * F, 50 * 4 * F, "cuda", "fifo")
-    for ids in batches():
-        out = cache.fetch(ids)
-        assert out.device.type == "cuda"
-        np.testing.assert_array_equal(out.cpu().numpy(), x[ids])

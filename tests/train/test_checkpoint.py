@@ -8,6 +8,7 @@ from dynagnn.models import build_model
 from dynagnn.train.checkpoint import blocks, run_blocks
 from dynagnn.train.transfer import load_host_snapshots
 from dynagnn.train.transfer import SnapshotFeeder
+from tests.conftest import DEVICES
 
 
 def test_blocks_cover_in_order():
@@ -16,26 +17,27 @@ def test_blocks_cover_in_order():
     assert blocks(range(4), 1) == [[0, 1, 2, 3]]
 
 
-def grads(model_name, store, nb, tbptt=None, capacity=None):
+def grads(model_name, store, nb, tbptt=None, capacity=None, device="cpu"):
     torch.manual_seed(0)
-    model = build_model(model_name, store.features().shape[1], 5)
-    feeder = SnapshotFeeder(load_host_snapshots(store), store.features(), store.num_nodes, "cpu", "full", capacity)
+    model = build_model(model_name, store.features().shape[1], 5).to(device)
+    feeder = SnapshotFeeder(load_host_snapshots(store), store.features(), store.num_nodes, device, "full", capacity)
 
     def step(t, st):
         adj, x = feeder.get(t)
         return model.step(adj, x, st)
 
-    h, _ = run_blocks(step, range(store.num_snapshots), model.initial_state(store.num_nodes), nb, tbptt)
+    h, _ = run_blocks(step, range(store.num_snapshots), model.initial_state(store.num_nodes, device), nb, tbptt)
     (h.square().sum()).backward()
     return h.detach(), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}, feeder
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model_name", ["tgcn", "evolvegcn_o", "wdgcn", "gcrn"])
 @pytest.mark.parametrize("nb", [2, 3, 8])
-def test_checkpointed_gradients_equal_plain(link_store, model_name, nb):
+def test_checkpointed_gradients_equal_plain(link_store, model_name, nb, device):
     store = open_store(link_store)
-    h0, g0, _ = grads(model_name, store, 1)
-    h1, g1, _ = grads(model_name, store, nb)
+    h0, g0, _ = grads(model_name, store, 1, device=device)
+    h1, g1, _ = grads(model_name, store, nb, device=device)
     torch.testing.assert_close(h1, h0)
     assert g0.keys() == g1.keys() and g0
     for k in g0:

@@ -17,6 +17,8 @@ from dynagnn.train.frame_engine import ReuseCache
 from dynagnn.train.strategies.frames import Frames, FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
 
+from tests.conftest import DEVICES
+
 from .conftest import small_store
 
 WINDOW = 8
@@ -63,13 +65,17 @@ def frames_on(run, **options):
 
 
 def assert_same(got, ref):
+    """Within 1e-5 on the CPU; on a GPU within 1e-4: cuSPARSE sums a frame's block-diagonal
+    aggregation in another order than one snapshot's (measured: embeddings up to 3.6e-5 apart on an
+    H100, loss and gradients within 1e-5)."""
     loss, grads, h = got
     rloss, rgrads, rh = ref
+    tol = 1e-4 if h.is_cuda else 1e-5
     assert loss == pytest.approx(rloss, rel=1e-5)
     assert grads.keys() == rgrads.keys() and grads
     for k in rgrads:
         torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-5, msg=k)
-    torch.testing.assert_close(h, rh, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(h, rh, rtol=tol, atol=tol)
 
 
 # every S with reuse on and off and with the pipeline on and off, each (reuse, pipeline) pair twice (a
@@ -79,9 +85,12 @@ CASES = [(1, "on", "on"), (1, "off", "off"), (2, "on", "off"), (2, "off", "on"),
          (4, "off", "off", 1), (8, "on", "off"), (8, "off", "on")]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model_name", MODELS, indirect=True)
-def test_frames_equal_sequential(store, model_name):
-    tr = trainer(store, model_name)
+def test_frames_equal_sequential(store, model_name, device):
+    """On cuda the frames move through pinned host memory and the side stream (PiPAD's pipelined
+    feed); sequential on the same GPU is the reference."""
+    tr = trainer(store, model_name, device=device)
     run = tr.run
     ref = one_step(run, tr.strategy)
     for S, reuse, pipeline, *cap in CASES:
@@ -198,10 +207,11 @@ def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
     s.engine.close()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model_name", ["tgcn", "evolvegcn_o"], indirect=True)
-def test_sequential_with_the_pipeline_is_sequential(store, model_name):
+def test_sequential_with_the_pipeline_is_sequential(store, model_name, device):
     """PiPAD's -A: the producer feeds snapshot t+1 while t computes; the step is unchanged."""
-    tr = trainer(store, model_name)
+    tr = trainer(store, model_name, device=device)
     ref = one_step(tr.run, tr.strategy)
     s = Sequential(tr.run.config, dataclasses.replace(tr.strategy.options, pipeline="on"))
     s.setup(tr.run)

@@ -28,6 +28,8 @@ from dynagnn.train.engine import TrainConfig, Trainer
 from dynagnn.tasks.snapshot import training_ends
 from dynagnn.train.strategies.group import _Measured
 
+from tests.conftest import DEVICES
+
 from .conftest import small_store
 
 MODELS = ["tgcn", "evolvegcn_o", "wdgcn"]
@@ -73,7 +75,7 @@ def one_step(store_path, cfg, ends, ctx=None, comm=None):
     tr.optimizer.zero_grad(set_to_none=True)
     loss = tr.strategy.train_step(ends)
     named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
-    grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
+    grads = {k: p.grad.cpu() for k, p in named if p.grad is not None}
     orders = [layer.order for layer in find_gcn_layers(tr.model)]
     steps = tr.strategy.steps(tr.split.train, 3)
     channel = getattr(tr.strategy, "channel", None)
@@ -82,7 +84,7 @@ def one_step(store_path, cfg, ends, ctx=None, comm=None):
 
 
 def _group_steps(ctx, comm, store_path, cases):
-    return {key: one_step(store_path, config(m, s, ctx.workers, plan=plan), ends, ctx, comm)
+    return {key: one_step(store_path, config(m, s, ctx.workers, plan=plan, device=ctx.device.type), ends, ctx, comm)
             for key, (m, s, plan, ends) in cases.items()}
 
 
@@ -95,8 +97,11 @@ def _check_equal(got, ref):
         torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-6, msg=k)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("workers", [1, 2])
-def test_group_step_equals_sequential(store, tmp_path, workers):
+def test_group_step_equals_sequential(store, tmp_path, workers, device):
+    """On cuda every process of the job shares the one GPU (the pair through gloo, as BLAD's two
+    processes share a device); sequential on that GPU is the reference."""
     ends = training_ends(open_store(store), WINDOW)
     assert len(ends) == 7
     cases, plans = {}, {}
@@ -112,10 +117,10 @@ def test_group_step_equals_sequential(store, tmp_path, workers):
     splits = np.concatenate([p.splits for p in heavy.processes])
     assert (splits == WINDOW).any() and (splits < WINDOW).any()
     cases[("evolvegcn_o", "blad_nm")] = ("evolvegcn_o", "blad_nm", str(tmp_path / "heavy.json"), ends)
-    results = run_on(workers, _group_steps, store, cases, procs_per_worker=2, timeout=300)
+    results = run_on(workers, _group_steps, store, cases, procs_per_worker=2, timeout=300, device=device)
     assert len(results) == 2 * workers
     for key, (m, s, _, e) in cases.items():
-        ref = one_step(store, config(m, "sequential", 1), e)
+        ref = one_step(store, config(m, "sequential", 1, device=device), e)
         for rank, res in enumerate(results):
             _check_equal(res[key], ref)
             plan = plans[m]
@@ -270,7 +275,7 @@ def _frames_steps(ctx, comm, store_path, cases):
     the second's (loss, grads)."""
     out = {}
     for key, (model, plan, ends, extra) in cases.items():
-        tr = Trainer(store_path, config(model, "group_frames", 1, plan=plan, **extra), progress=False, ctx=ctx,
+        tr = Trainer(store_path, config(model, "group_frames", 1, plan=plan, device=ctx.device.type, **extra), progress=False, ctx=ctx,
                      comm=comm)
         tr.strategy.start_epoch(0)
         for epoch in (0, 1):
@@ -278,13 +283,14 @@ def _frames_steps(ctx, comm, store_path, cases):
             tr.optimizer.zero_grad(set_to_none=True)
             loss = tr.strategy.train_step(ends)
         named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
-        out[key] = (loss, {k: p.grad.clone() for k, p in named if p.grad is not None},
+        out[key] = (loss, {k: p.grad.cpu() for k, p in named if p.grad is not None},
                     tr.strategy.engine.counts["first_layer_aggregations"])
         tr.strategy.engine.close()
     return out
 
 
-def test_group_frames_equal_sequential(store, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_group_frames_equal_sequential(store, tmp_path, device):
     """BLAD × PiPAD: each of the two processes runs its parts of the groups through the frame engine
     (frames of 2, reuse and pipeline on or off): loss and gradients equal sequential's; with reuse,
     each snapshot's first aggregation is computed once over both steps; a group split at k works."""
@@ -297,9 +303,9 @@ def test_group_frames_equal_sequential(store, tmp_path):
         for reuse, pipeline in (("on", "on"), ("off", "off")):
             cases[(m, reuse)] = (m, str(tmp_path / f"{m}.json"), ends,
                                  {"frame_size": 2, "frame_reuse": reuse, "pipeline": pipeline})
-    results = run_on(1, _frames_steps, store, cases, procs_per_worker=2, timeout=300)
+    results = run_on(1, _frames_steps, store, cases, procs_per_worker=2, timeout=300, device=device)
     for (m, reuse), _ in cases.items():
-        ref = one_step(store, config(m, "sequential", 1), ends)
+        ref = one_step(store, config(m, "sequential", 1, device=device), ends)
         for res in results:
             _check_equal(res[(m, reuse)], ref)
     assert (plans["evolvegcn_o"].processes[0].splits == WINDOW).any()

@@ -20,6 +20,7 @@ from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.models.sage import make_blocks
 from dynagnn.train.cache import MIB
 from dynagnn.train.engine import TrainConfig, Trainer
+from tests.conftest import DEVICES
 from dynagnn.train.stages import Pipeline, SamplerError
 from dynagnn.train.strategies.sampled import static_graph
 
@@ -51,14 +52,16 @@ def ends_with(batches, message: str, within: float) -> None:
     assert time.monotonic() - t0 < within
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("policy,order,fraction", [("fifo", "proximity", 0.2), ("fifo", "random", 0.1),
                                                    ("static", "random", 0.1)])
-def test_training_hit_ratio_is_the_simulation(store_path, policy, order, fraction):
+def test_training_hit_ratio_is_the_simulation(store_path, policy, order, fraction, device):
+    """On cuda level 1 is in device memory: the hits are the simulation's all the same."""
     store = open_store(store_path)
     cap = int(round(fraction * N))
     strategy = {"fifo": "sampled", "static": "sampled_static"}[policy]
     trainer = Trainer(store, config(strategy=strategy, order=order, cache_policy=policy,
-                                    cache_l1_mb=cap * 4 * F_DIM / MIB), progress=False)
+                                    cache_l1_mb=cap * 4 * F_DIM / MIB, device=device), progress=False)
     metrics, _ = trainer.fit()
     hits = (metrics["l1_hit_ratio"] * metrics["lookups"]).sum()
     indptr, indices = static_graph(store)
@@ -116,23 +119,25 @@ def test_a_dead_sampler_stops_the_stages_at_once(store_path):
 def _two_workers(ctx, comm, store_path):
     out = {}
     for partitioner in ("bgl", "random"):
-        trainer = Trainer(open_store(store_path), config(seed_partitioner=partitioner, batch_size=64, threads=None),
-                          progress=False, ctx=ctx, comm=comm)
+        trainer = Trainer(open_store(store_path), config(seed_partitioner=partitioner, batch_size=64, threads=None,
+                                                         device=ctx.device.type), progress=False, ctx=ctx, comm=comm)
         s = trainer.strategy
         s.start_epoch(0)
         step = s.steps(trainer.split.train, 1)[0]
         for p in trainer.run.parameters():
             p.grad = None
         loss = s.train_step(step)
-        grads = [p.grad.clone() for p in trainer.run.parameters()]
-        init = {k: v.clone() for k, v in trainer.model.state_dict().items()}, \
-            {k: v.clone() for k, v in trainer.head.state_dict().items()}
+        grads = [p.grad.to("cpu", copy=True) for p in trainer.run.parameters()]
+        init = {k: v.to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}, \
+            {k: v.to("cpu", copy=True) for k, v in trainer.head.state_dict().items()}
         out[partitioner] = (loss, grads, np.sort(step), s.key(0, 0), s.own, init)
     return out
 
 
-def test_two_workers_partition_seeds_and_all_reduce_the_union_gradient(store_path):
-    runs = run_on(2, _two_workers, store_path)
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_workers_partition_seeds_and_all_reduce_the_union_gradient(store_path, device):
+    """On cuda both workers share the GPU (gloo, host staging); the reference is on the CPU."""
+    runs = run_on(2, _two_workers, store_path, device=device)
     owners = {}
     for partitioner in ("bgl", "random"):
         (loss0, g0, seeds0, key0, own0, init), (loss1, g1, seeds1, key1, own1, _) = (r[partitioner] for r in runs)

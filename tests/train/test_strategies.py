@@ -1,5 +1,9 @@
 """Every strategy computes the sequential strategy's step: same loss and gradients with the same B,
-on 2 gloo processes and on 1; its counted bytes equal the closed forms of analysis/commvolume/."""
+on 2 processes and on 1; its counted bytes equal the closed forms of analysis/commvolume/.
+
+Each equivalence runs on cpu (2 gloo processes) and, where a GPU is present, on cuda: sequential on
+the GPU is the reference, and the two workers share that GPU through gloo with host staging (nccl
+refuses two ranks on one device)."""
 
 import pytest
 import torch
@@ -9,6 +13,8 @@ from dynagnn.data.store import open_store
 from dynagnn.distributed.testing import run_on
 from dynagnn.train.engine import TrainConfig, Trainer
 from dynagnn.train.strategies.vertex import vertex_parts
+
+from tests.conftest import DEVICES
 
 from .conftest import small_store
 
@@ -32,10 +38,10 @@ def one_step(store, cfg, ctx=None, comm=None):
     loss = tr.strategy.train_step(ENDS)
     counts = tr.comm.take_counts()
     named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
-    grads = {k: p.grad.clone() for k, p in named if p.grad is not None}
+    grads = {k: p.grad.cpu() for k, p in named if p.grad is not None}
     with torch.no_grad():
         h = tr.strategy.embed(tr.run.windows([ENDS[-1]])[0])
-    return loss, grads, h, counts
+    return loss, grads, None if h is None else h.cpu(), counts
 
 
 def _steps(ctx, comm, store, models, strategy, extra):
@@ -61,15 +67,17 @@ def stores(tmp_path_factory):
             "directed": small_store(d / "directed.zarr", directed=True, seed=3)}
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("strategy,models,extra", [
     ("vertex", VERTEX_MODELS, {"partitioner": "metis"}),
     ("snapshot", SNAPSHOT_MODELS, {}),
 ])
-def test_two_workers_equal_sequential(stores, strategy, models, extra):
+def test_two_workers_equal_sequential(stores, strategy, models, extra, device):
+    extra = {**extra, "device": device}
     for kind in ("link", "class"):
         store = stores[kind]
-        ref = {m: one_step(store, config(m, "sequential", 1)) for m in models}
-        r0, r1 = run_on(2, _steps, store, models, strategy, extra, timeout=300)
+        ref = {m: one_step(store, config(m, "sequential", 1, device=device)) for m in models}
+        r0, r1 = run_on(2, _steps, store, models, strategy, extra, timeout=300, device=device)
         for m in models:
             assert_same_step(r0[m], ref[m])
             assert_same_step(r1[m], ref[m][:2] + (None, None))
@@ -85,20 +93,23 @@ def test_vertex_hash_partition_on_a_directed_store(stores):
         assert_same_step(r1[m], ref[m][:2] + (None, None))
 
 
-def test_snapshot_worker_without_items(stores):
+@pytest.mark.parametrize("device", DEVICES)
+def test_snapshot_worker_without_items(stores, device):
     """Windows of one snapshot: the step's 2 items give each worker one, the evaluation window's
     single item leaves rank 1 with none; it still joins every all-to-all."""
-    ref = one_step(stores["link"], config("wdgcn", "sequential", 1, window=1))
-    r0, r1 = run_on(2, _steps, stores["link"], ["wdgcn"], "snapshot", {"window": 1}, timeout=300)
+    ref = one_step(stores["link"], config("wdgcn", "sequential", 1, window=1, device=device))
+    r0, r1 = run_on(2, _steps, stores["link"], ["wdgcn"], "snapshot", {"window": 1, "device": device}, timeout=300,
+                    device=device)
     assert_same_step(r0["wdgcn"], ref)
     assert_same_step(r1["wdgcn"], ref[:2] + (None, None))
 
 
 @pytest.mark.parametrize("strategy,model", [("vertex", "gcrn"), ("vertex", "mpnn_lstm"),
                                             ("snapshot", "wdgcn"), ("snapshot", "evolvegcn_o")])
-def test_one_worker_is_sequential(stores, strategy, model):
-    ref = one_step(stores["link"], config(model, "sequential", 1))
-    assert_same_step(one_step(stores["link"], config(model, strategy, 1)), ref)
+@pytest.mark.parametrize("device", DEVICES)
+def test_one_worker_is_sequential(stores, strategy, model, device):
+    ref = one_step(stores["link"], config(model, "sequential", 1, device=device))
+    assert_same_step(one_step(stores["link"], config(model, strategy, 1, device=device)), ref)
 
 
 def test_vertex_halo_bytes_equal_the_closed_form(stores):

@@ -4,7 +4,11 @@ micro-batches, 64 leaving pieces empty; tgnn on 1 worker too; DepComm and DepCac
 all-reduce's shifted gradients and own losses; the bytes each batch sends against the closed forms
 of ``analysis.commvolume`` on the same partition and batches; redundancy-free dispatch against the
 per-occurrence fetch; no timing barriers on the communication thread, no full-memory allocation;
-and a worker that dies ending the run with a clear error."""
+and a worker that dies ending the run with a clear error.
+
+Where a GPU is present (``pytest -m gpu``), CASES run again on it: the events strategy on the GPU is
+the reference, and the two workers share that GPU (gloo with host staging: nccl refuses two ranks on
+one device)."""
 
 import numpy as np
 import pytest
@@ -17,6 +21,7 @@ from dynagnn.distributed.testing import run_on
 from dynagnn.train import engine
 from dynagnn.train.engine import Trainer, TrainConfig
 from dynagnn.train.strategies.tgnn import worker_batches
+from tests.conftest import HAS_CUDA, needs_gpu
 from tests.train.test_events import config, event_store
 
 STEPS = 3
@@ -50,7 +55,7 @@ def _steps(tr, counts=None):
         tr.optimizer.zero_grad(set_to_none=True)
         loss = s.train_step([unit])
         params = list(tr.model.parameters()) + list(tr.head.parameters())
-        out.append((loss, [None if p.grad is None else p.grad.clone() for p in params]))
+        out.append((loss, [None if p.grad is None else _host(p.grad) for p in params]))
         tr.optimizer.step()
         if counts is not None:
             sent.append({k: b for k, (b, _) in tr.comm.take_counts().items()})
@@ -60,9 +65,13 @@ def _steps(tr, counts=None):
         ids, store = s.memory.own, s.memory.store
     else:
         ids, store = np.arange(tr.store.num_nodes), s.memory
-    state = (ids, store.memory.clone(), store.memory_ts.clone(), store.mail.clone(), store.mail_ts.clone(),
-             store.mail_valid.clone())
-    return out, state, sent, s.state_buffers()
+    state = (ids, *map(_host, (store.memory, store.memory_ts, store.mail, store.mail_ts, store.mail_valid)))
+    return out, state, sent, {k: _host(v) for k, v in s.state_buffers().items()}
+
+
+def _host(t: torch.Tensor) -> torch.Tensor:
+    """A host copy (results cross the worker's pipe, and a later step may write the original)."""
+    return t.detach().to("cpu", copy=True)
 
 
 def _trainer(store, model, strategy="events", m=1, partitioner="hash", ctx=None, comm=None, **kw):
@@ -137,6 +146,22 @@ def two(store):
     return run_on(2, _body, store, timeout=300)
 
 
+def _cases_on(ctx, comm, store, device):
+    return {case: _steps(_trainer(store, case[0], case[1], case[2], case[3], ctx, comm, device=device))
+            for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def two_cuda(store):
+    return run_on(2, _cases_on, store, "cuda", timeout=300, device="cuda") if HAS_CUDA else None
+
+
+@pytest.fixture(scope="module")
+def one_cuda(store):
+    return {model: _steps(_trainer(store, model, device="cuda")) for model in ("tgn", "jodie", "apan")} \
+        if HAS_CUDA else None
+
+
 @pytest.fixture(scope="module")
 def one(store):
     out = {model: _steps(_trainer(store, model)) for model in ("tgn", "jodie", "apan")}
@@ -147,6 +172,16 @@ def one(store):
 @pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
 def test_two_workers_equal_one(one, two, case):
     """Loss, every gradient, memory and mailbox of 2 workers equal the events strategy's on 1."""
+    _assert_case_equal(one, two, case)
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
+def test_two_workers_equal_one_on_the_gpu(one_cuda, two_cuda, case):
+    _assert_case_equal(one_cuda, two_cuda, case)
+
+
+def _assert_case_equal(one, two, case):
     ref_steps, ref_state = one[case[0]][:2]
     for rank in range(2):
         steps = two[rank][case][0]

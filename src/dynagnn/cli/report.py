@@ -182,6 +182,9 @@ def add_claims(sub) -> None:
     cl.add_argument("--results", type=Path, required=True, help="the results folder the tables are under")
     cl.add_argument("--out", type=Path, required=True, help="output Parquet table")
     cl.add_argument("--html", type=Path, required=True, help="output HTML table")
+    cl.add_argument("--gpu-check", type=Path, default=None,
+                    help="gpu-check.json of `make gpu-check`: the claims that need a GPU take rows from it too "
+                         "(default: <results>/gpu-check/gpu-check.json where it exists)")
 
 
 def cmd_claims(args) -> None:
@@ -189,7 +192,10 @@ def cmd_claims(args) -> None:
     from ..report.claims import claims_html, claims_table
     from ..tables import write_parquet
 
-    table = claims_table(args.tables, args.results)
+    gpu = args.gpu_check
+    if gpu is None and (args.results / "gpu-check" / "gpu-check.json").is_file():
+        gpu = args.results / "gpu-check" / "gpu-check.json"
+    table = claims_table(args.tables, args.results, gpu_check=gpu)
     page = claims_html(table)
     write_all({args.out: lambda tmp: write_parquet(table, tmp, ""),  # both or neither
                args.html: lambda tmp: tmp.write_text(page, encoding="utf-8")})

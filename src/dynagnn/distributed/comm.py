@@ -11,6 +11,11 @@ Uneven all-to-all: gloo on torch 2.13 runs ``all_to_all_single`` with uneven ``i
 ``output_split_sizes`` along dim 0 (checked at the time of writing; the list form ``all_to_all`` is
 the one gloo rejects for uneven sizes), so every exchange here is one ``all_to_all_single``.
 
+Host staging: where the group's backend is gloo and a tensor is on a GPU (two processes sharing one
+GPU, which nccl refuses: BLAD's co-located pair, or the tests' two workers on one GPU), each
+collective copies the tensor to host memory, runs there, and copies the result back: gloo's CUDA
+support covers only some collectives, and its point-to-point calls none. Counted bytes are the same.
+
 With one process (no process group) every collective is the identity on its data and counts nothing,
 so a strategy runs unchanged at P = 1.
 
@@ -76,6 +81,7 @@ class Comm:
         self.group = group
         self.bytes: dict[str, int] = defaultdict(int)
         self.calls: dict[str, int] = defaultdict(int)
+        self._gloo: bool | None = None  # the group's backend is gloo (asked once, when first needed)
 
     @property
     def world(self) -> int:
@@ -88,6 +94,14 @@ class Comm:
     @property
     def active(self) -> bool:
         return self.ctx.distributed
+
+    def _staged(self, t: torch.Tensor) -> bool:
+        """Whether ``t`` goes through host memory (a CUDA tensor on a gloo group; module docstring)."""
+        if not t.is_cuda:
+            return False
+        if self._gloo is None:
+            self._gloo = dist.get_backend(self.group) == "gloo"
+        return self._gloo
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -122,7 +136,12 @@ class Comm:
         if not self.active:
             return t
         with self._timed():
-            dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
+            if self._staged(t):
+                host = t.cpu()
+                dist.all_reduce(host, op=dist.ReduceOp.SUM, group=self.group)
+                t.copy_(host)
+            else:
+                dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
         self.count(name, ring_share(t.numel(), self.world, self.rank) * t.element_size())
         return t
 
@@ -143,21 +162,31 @@ class Comm:
         if not self.active:
             return t
         with self._timed():
-            dist.broadcast(t, src, group=self.group)
+            if self._staged(t):
+                host = t.cpu()
+                dist.broadcast(host, src, group=self.group)
+                t.copy_(host)
+            else:
+                dist.broadcast(t, src, group=self.group)
         if self.rank == src:
             self.count(name, t.numel() * t.element_size() * (self.world - 1))
         return t
 
     def send(self, t: torch.Tensor, dst: int, name: str = "send") -> None:
         with section("communication"):
-            dist.send(t.contiguous(), dst, group=self.group)
+            dist.send(t.cpu() if self._staged(t) else t.contiguous(), dst, group=self.group)
         self.count(name, t.numel() * t.element_size())
 
     def recv(self, t: torch.Tensor, src: int, name: str = "recv", phase: str = "communication") -> torch.Tensor:
         """Receive into ``t``. ``phase``: what the wait is timed as; a pipeline stage waiting for its
         partner's hand-off is waiting on the partner (``sync_wait``), not moving bytes."""
         with section(phase):
-            dist.recv(t, src, group=self.group)
+            if self._staged(t):
+                host = torch.empty(t.shape, dtype=t.dtype)
+                dist.recv(host, src, group=self.group)
+                t.copy_(host)
+            else:
+                dist.recv(t, src, group=self.group)
         return t
 
     def isend(self, t: torch.Tensor, dst: int, name: str = "send"):
@@ -165,7 +194,11 @@ class Comm:
         pipeline that sends ahead must not block until the partner receives, or two partners that
         send before they receive would wait on each other."""
         with section("communication"):
-            work = dist.isend(t, dst, group=self.group)
+            if self._staged(t):
+                host = t.cpu()
+                work = _HoldingWork(dist.isend(host, dst, group=self.group), host)
+            else:
+                work = dist.isend(t, dst, group=self.group)
         self.count(name, t.numel() * t.element_size())
         return work
 
@@ -204,9 +237,13 @@ class Comm:
         if not self.active:
             return x.clone()
         x = x.contiguous()
-        out = x.new_empty((sum(recv_counts), *x.shape[1:]))
+        staged = self._staged(x)
+        src = x.cpu() if staged else x
+        out = src.new_empty((sum(recv_counts), *x.shape[1:]))
         with self._timed():
-            dist.all_to_all_single(out, x, recv_counts, send_counts, group=self.group)
+            dist.all_to_all_single(out, src, recv_counts, send_counts, group=self.group)
+        if staged:
+            out = out.to(x.device)
         row = math.prod(x.shape[1:]) * x.element_size()  # x may have no rows to send
         self.count(name, (sum(send_counts) - send_counts[self.rank]) * row)
         return out
@@ -229,6 +266,22 @@ class Comm:
         """Every worker's rows [counts[r], F] concatenated in rank order [sum(counts), F], on every
         worker; the backward pass sums each worker's gradient of a rank's rows onto that rank."""
         return _GatherRows.apply(x, self, tuple(int(c) for c in counts), name)
+
+
+class _HoldingWork:
+    """An isend's handle that keeps its host copy alive until ``wait()`` (the caller keeps only the
+    CUDA tensor)."""
+
+    def __init__(self, work, host: torch.Tensor):
+        self.work, self.host = work, host
+
+    def wait(self, *args, **kwargs):
+        out = self.work.wait(*args, **kwargs)
+        self.host = None
+        return out
+
+    def is_completed(self) -> bool:
+        return self.work.is_completed()
 
 
 class _Exchange(torch.autograd.Function):

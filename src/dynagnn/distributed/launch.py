@@ -176,10 +176,6 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def backend_for(device: str | torch.device) -> str:
-    return "nccl" if torch.device(device).type == "cuda" else "gloo"
-
-
 def check_workers(workers: int, procs_per_worker: int = 1) -> None:
     if int(workers) < 1:
         raise ConfigError(f"--workers {workers}: need at least 1 worker")
@@ -214,13 +210,21 @@ def _colocated_group(rank: int, world: int, ppw: int):
     return mine
 
 
+def backend_on(dev: torch.device, ppw: int, local_workers: int) -> str:
+    """nccl where every process of this machine has a GPU of its own, else gloo: nccl refuses two
+    ranks on one GPU (BLAD's co-located pair, or more workers than GPUs, as in the tests' two workers
+    on one GPU), and :class:`~dynagnn.distributed.comm.Comm` then stages CUDA tensors through host
+    memory."""
+    if dev.type != "cuda" or ppw > 1 or local_workers > torch.cuda.device_count():
+        return "gloo"
+    return "nccl"
+
+
 def _init(rank: int, world: int, local_rank: int, dev: torch.device, ppw: int, timeout: float,
-          init_method: str | None = None, store=None) -> DistContext:
+          init_method: str | None = None, store=None, local_workers: int = 1) -> DistContext:
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
-    # nccl refuses two ranks on one GPU (BLAD's co-located pair): such jobs go through gloo, which
-    # all-reduces CUDA tensors and sends host copies
-    backend = backend_for(dev) if ppw == 1 else "gloo"
+    backend = backend_on(dev, ppw, local_workers)
     dist.init_process_group(backend, init_method=init_method, store=store, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
     return DistContext(rank, world, local_rank, dev, backend, ppw, _colocated_group(rank, world, ppw))
@@ -256,7 +260,8 @@ def _child(rank: int, world: int, port: int, device, ppw: int, threads: int, tim
     code = 0
     try:
         torch.set_num_threads(threads)
-        ctx = _init(rank, world, rank, _device_of(device, rank // ppw), ppw, timeout, f"tcp://127.0.0.1:{port}")
+        ctx = _init(rank, world, rank, _device_of(device, rank // ppw), ppw, timeout, f"tcp://127.0.0.1:{port}",
+                    local_workers=world // ppw)
         out = fn(ctx, *args)
         # plain pickle: torch's reducer would share tensors through file descriptors of a process
         # that is about to exit
@@ -585,7 +590,8 @@ def _run_torchrun(fn, args, ppw, device, threads, timeout):
         nlocal = 1
     torch.set_num_threads(int(threads) if threads else max(1, available_cores() // max(1, nlocal)))
     store = _rendezvous(addr, port, rank, world, wait, timeout)
-    ctx = _init(rank, world, local_rank, _device_of(device, local_rank // ppw), ppw, timeout, store=store)
+    ctx = _init(rank, world, local_rank, _device_of(device, local_rank // ppw), ppw, timeout, store=store,
+                local_workers=max(1, nlocal // ppw))
     try:
         return fn(ctx, *args)
     finally:

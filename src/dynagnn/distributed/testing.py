@@ -23,6 +23,9 @@ def _body(ctx, fn, args):
 
 
 def run_on(workers: int, fn: Callable[..., Any], *args, timeout: float = 120.0, threads: int = 1,
-           procs_per_worker: int = 1) -> list[Any]:
-    """``fn(ctx, comm, *args)`` on ``workers × procs_per_worker`` gloo processes; the results in rank order."""
-    return launch(_body, workers, fn, args, threads=threads, timeout=timeout, procs_per_worker=procs_per_worker)
+           procs_per_worker: int = 1, device: str = "cpu") -> list[Any]:
+    """``fn(ctx, comm, *args)`` on ``workers × procs_per_worker`` processes; the results in rank order.
+    On ``cpu`` they form a gloo group; on ``cuda`` each worker takes ``cuda:worker % GPUs``, with nccl
+    where every worker has a GPU of its own and gloo with host staging where they share one."""
+    return launch(_body, workers, fn, args, threads=threads, timeout=timeout, procs_per_worker=procs_per_worker,
+                  device=device)

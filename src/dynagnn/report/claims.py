@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import html
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -52,6 +53,8 @@ class Claim:
     reason: str
     needs_gpu: bool = False
     expect: str = ""
+    # from gpu-check's rows (a DataFrame of benchmarks/gpu_check.py's rows): [(where, ours, model)]
+    gpu: Callable[[pd.DataFrame], list[tuple[str, float, str]]] | None = None
 
     def paper_number(self, where: PurePosixPath) -> float:
         if isinstance(self.paper_value, Mapping):
@@ -225,6 +228,38 @@ def _bytes_cut(baseline: str) -> Callable:
     return lambda df, _: 1 - _one(df, "store_bytes", strategy="sampled") / _one(df, "store_bytes", strategy=baseline)
 
 
+# ---- gpu-check's rows (benchmarks/gpu_check.py: system, rung, measure, value, status) ---------------
+
+def _gpu_value(rows: pd.DataFrame, system: str, rung: str, measure: str) -> float:
+    hit = rows[(rows["system"] == system) & (rows["rung"] == rung) & (rows["measure"] == measure)
+               & (rows["status"] == "measured")]
+    if hit.empty:
+        raise LookupError(f"{system} {rung!r} {measure!r}")
+    return float(hit["value"].iloc[0])
+
+
+def _gpu_ratio(system: str, slow: str, fast: str, measure: str = "epoch"):
+    def ours(rows):
+        return [(f"{system}: {slow} / {fast}", _gpu_value(rows, system, slow, measure)
+                 / _gpu_value(rows, system, fast, measure), "")]
+    return ours
+
+
+def _gpu_measure(system: str, rung: str, measure: str):
+    return lambda rows: [(f"{system}: {rung}", _gpu_value(rows, system, rung, measure), "")]
+
+
+def _gpu_pipad(rung: str, measure: str):
+    """One row per dataset of the PiPAD rung (T-GCN, as PyG Temporal's TGCN: the paper's tgcn)."""
+    def ours(rows):
+        hit = rows[(rows["system"] == "PiPAD") & rows["rung"].str.endswith(f": {rung}")
+                   & (rows["measure"] == measure) & (rows["status"] == "measured")]
+        if hit.empty:
+            raise LookupError(f"PiPAD '<dataset>: {rung}' {measure!r}")
+        return [(f"PiPAD: {r.rung}", float(r.value), "tgcn") for r in hit.itertuples()]
+    return ours
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 
 _CPU = "CPU processes on a 2-core machine stand in for the paper's GPUs (timings are CPU timings)"
@@ -245,15 +280,16 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("blad", "epoch time: BLAD-NM (no reordering) over BLAD", "§7.4, Fig. 15", 1.073,
           "*/*/compare-*.parquet", _epoch_ratio("blad_nm", "group"),
           "reordering pays when a compute-bound and a memory-bound operator share one GPU; two CPU processes "
-          "on separate cores gain little from it", needs_gpu=True),
+          "on separate cores gain little from it", needs_gpu=True,
+          gpu=_gpu_ratio("BLAD", "blad_nm 1x2", "group 1x2")),
     Claim("blad", "share of time the NN and graph operators overlap, BLAD", "§7.4, Fig. 16", 0.359,
           "*/*/compare-*.parquet", _strategy("overlap_share", "group"),
           "ours is the measured overlap of the two processes' operator kinds per epoch on CPU cores",
-          needs_gpu=True),
+          needs_gpu=True, gpu=_gpu_measure("BLAD", "group 1x2", "operator overlap share")),
     Claim("blad", "share of time the NN and graph operators overlap, BLAD-NM", "§7.4, Fig. 16", 0.155,
           "*/*/compare-*.parquet", _strategy("overlap_share", "blad_nm"),
           "ours is the measured overlap of the two processes' operator kinds per epoch on CPU cores",
-          needs_gpu=True),
+          needs_gpu=True, gpu=_gpu_measure("BLAD", "blad_nm 1x2", "operator overlap share")),
     Claim("blad", "synchronisation share of the epoch, BLAD-NM (balanced split)", "§7.5, Fig. 18", 0.167,
           "*/*/compare-*.parquet", _strategy("sync_share", "blad_nm"),
           "ours is sync_wait over all timed time of every process; 2 workers x 2 processes share 2 cores, so "
@@ -275,12 +311,14 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("pipad", "data transfer is 38.7% of PyGT's training time", "§3.1, Fig. 3", 0.387,
           "*/*/pipad_ladder.parquet", _first_transfer_share,
           "the paper's transfer is host-to-GPU over PCIe; on CPU our transfer phase is building the "
-          "snapshot's tensors, a much cheaper copy", needs_gpu=True),
+          "snapshot's tensors, a much cheaper copy", needs_gpu=True,
+          gpu=_gpu_pipad("pyg", "transfer share of the one-snapshot loop")),
     Claim("pipad", "training speed-up of PiPAD over the one-snapshot PyGT loop (average)", "§5.2, Fig. 10",
           {"tgcn": 5.18, "evolvegcn_o": 4.71, "mpnn_lstm": 3.98},
           "*/*/pipad_ladder.parquet", _last_speedup,
           f"{_CPU}; PiPAD's gains come from GPU kernels (coalesced parallel aggregation, fewer launches) and "
-          "hidden PCIe copies, which a CPU has little of", needs_gpu=True),
+          "hidden PCIe copies, which a CPU has little of", needs_gpu=True,
+          gpu=_gpu_pipad("PiPAD", "speed-up over the PyG-T loop")),
     Claim("pipad", "overlap rate of a frame falls as S grows (largest S over smallest)", "§4.4, Fig. 9", np.nan,
           "*/analysis/overlap.parquet", _overlap_fall,
           "stated in words only", expect="below 1"),
@@ -351,7 +389,8 @@ CLAIMS: tuple[Claim, ...] = (
           "servers over the network"),
     Claim("bgl", "epoch time: PaGraph over BGL (geometric mean)", "§5.2, Figs. 10-12", 1.91,
           "*/*/sampled-*.parquet", _epoch_ratio("sampled_static", "sampled"),
-          f"{_CPU}; BGL's gains are GPU cache hits over NVLink and isolated CPU stages", needs_gpu=True),
+          f"{_CPU}; BGL's gains are GPU cache hits over NVLink and isolated CPU stages", needs_gpu=True,
+          gpu=_gpu_ratio("BGL", "static cache", "FIFO + proximity (BGL)")),
 )
 
 
@@ -399,15 +438,46 @@ def _row(claim: Claim, where: str, paper_value: float, ours: float, device: str,
             "ours": ours, "ratio": ratio, "where": where, "device": device, "status": status, "reason": claim.reason}
 
 
+def gpu_check_rows(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """gpu-check's rows and the device it ran on ("cuda (NVIDIA H100 80GB HBM3)"); InputError, in one
+    line, for a file that is not gpu-check's JSON."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        rows = pd.DataFrame(data["rows"], columns=["system", "rung", "measure", "value", "unit", "note", "status"])
+        env = data["environment"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a gpu-check result (benchmarks/gpu_check.py's gpu-check.json): {exc}", path) from None
+    if env.get("device") != "cuda":
+        return rows.iloc[:0], str(env.get("device", "cpu"))
+    return rows, f"cuda ({env.get('gpu', 'GPU')})"
+
+
+def _gpu_rows(claim: Claim, rows: pd.DataFrame, device: str) -> list[dict]:
+    if claim.gpu is None or rows.empty:
+        return []
+    try:
+        found = claim.gpu(rows)
+    except LookupError as exc:
+        return [_row(claim, "gpu-check", claim.paper_number(PurePosixPath()), np.nan, device,
+                     f"not in this gpu-check ({exc})")]
+    return [_row(claim, f"gpu-check: {where}", claim.paper_number(PurePosixPath("gpu-check", model or "-", "ladder")),
+                 ours, device, "measured (gpu-check)") for where, ours, model in found]
+
+
 def claims_table(paths: Iterable[str | Path], results: str | Path,
-                 claims: Iterable[Claim] = CLAIMS) -> pd.DataFrame:
+                 claims: Iterable[Claim] = CLAIMS, gpu_check: str | Path | None = None) -> pd.DataFrame:
     """One row per claim and table among ``paths`` (files under ``results``) that the claim reads, in
     registry order; ``status``: ``measured``, ``needs a GPU (this run: cpu)``, ``not in this table
     (...)`` when the table lacks the rows the claim needs, ``undefined here`` for a ratio over zero
     (tiny data), ``oversubscribed: not evidence (...)`` when a run it reads had more threads than
     cores, or ``not run`` (one row) when no table of the claim is among ``paths``. InputError for a path that is
     not a readable Parquet table, that no claim of the registry reads (its path is none of the known
-    kinds), or that lacks a column a claim reads (a garbage table is never shown as "not in this table")."""
+    kinds), or that lacks a column a claim reads (a garbage table is never shown as "not in this table").
+
+    ``gpu_check``: gpu-check's JSON, or None; each ``needs_gpu`` claim it measures gets its rows too
+    (module docstring), after the claim's own (``not run`` is then left out)."""
+    gpu, gpu_device = gpu_check_rows(gpu_check) if gpu_check is not None else (pd.DataFrame(), "")
     root = Path(results)
     tables: dict[PurePosixPath, Path] = {}
     for p in paths:
@@ -423,8 +493,9 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
     rows = []
     for claim in claims:
         matched = sorted(rel for rel in tables if _matches(rel, claim.table))
+        on_gpu = _gpu_rows(claim, gpu, gpu_device)
         if not matched:
-            rows.append(_row(claim, "", claim.paper_number(PurePosixPath()), np.nan, "", "not run"))
+            rows.extend(on_gpu or [_row(claim, "", claim.paper_number(PurePosixPath()), np.nan, "", "not run")])
             continue
         for rel in matched:
             if rel not in loaded:
@@ -458,6 +529,7 @@ def claims_table(paths: Iterable[str | Path], results: str | Path,
             if status == "measured" and claim.expect:
                 status = f"measured (paper: {claim.expect})"
             rows.append(_row(claim, str(rel), paper_value, ours, device, status))
+        rows.extend(on_gpu)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

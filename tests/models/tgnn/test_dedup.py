@@ -15,6 +15,7 @@ from dynagnn.graph.sample import TemporalNeighbors
 from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import apply_writes, build_tgnn, make_batch
 from dynagnn.models.tgnn.time_encoding import TimeEncoding, time_delta
+from tests.conftest import DEVICES
 
 
 def concatenated_cell(self, rows, t=None):
@@ -30,7 +31,7 @@ def concatenated_cell(self, rows, t=None):
 
 def concatenated_mailbox_attention(self, rows, t, expand=None):
     """AttentionUpdater.forward before issue 32: keys and values of ``[mail ‖ Φ]`` for every row."""
-    assert expand is None or torch.equal(expand, torch.arange(expand.numel()))  # no repeats made
+    assert expand is None or torch.equal(expand, torch.arange(expand.numel(), device=expand.device))  # no repeats made
     valid = rows.mail_valid
     idx = valid.any(dim=1).nonzero().squeeze(1)
     if idx.numel() == 0:
@@ -54,12 +55,13 @@ def minute_stream(n_nodes=14, n_events=120, seed=7):
     return rng.integers(0, n_nodes, n_events), rng.integers(0, n_nodes, n_events), t
 
 
-def build(name, reference):
+def build(name, reference, device="cpu"):
     torch.manual_seed(0)
     # JODIE's gaps standardised as the engine does (memory_age_stats), not raw seconds
     extra = {"dt_shift": 300.0, "dt_scale": 400.0} if name == "jodie" else {}
     model = build_tgnn(name, 14, 2, memory_dim=8, time_dim=6, neighbors=4, dropout=0.3, **extra)
-    head = LinkPredictor(model.out_dim)
+    model.to(device)
+    head = LinkPredictor(model.out_dim).to(device)
     if reference:
         model.updater.forward = types.MethodType(
             concatenated_mailbox_attention if name == "apan" else concatenated_cell, model.updater)
@@ -68,14 +70,15 @@ def build(name, reference):
     return model, head, torch.optim.Adam([*model.parameters(), *head.parameters()], lr=1e-2)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["tgn", "jodie", "apan"])
-def test_deduplicated_models_train_as_the_concatenated_ones(name):
+def test_deduplicated_models_train_as_the_concatenated_ones(name, device):
     src, dst, t = minute_stream()
-    efeat = torch.randn(src.size, 2, generator=torch.Generator().manual_seed(1))
+    efeat = torch.randn(src.size, 2, generator=torch.Generator().manual_seed(1)).to(device)
     sampler = TemporalNeighbors(src, dst, t, 14)
     neg = np.random.default_rng(2).integers(0, 14, (src.size, 2))
-    runs = {ref: (*build(name, ref), None) for ref in (False, True)}
-    memories = {ref: runs[ref][0].new_memory() for ref in runs}
+    runs = {ref: (*build(name, ref, device), None) for ref in (False, True)}
+    memories = {ref: runs[ref][0].new_memory(device) for ref in runs}
     repeats = 0
     for a in range(0, 120, 40):
         sl = slice(a, a + 40)
@@ -85,12 +88,13 @@ def test_deduplicated_models_train_as_the_concatenated_ones(name):
                            model.sample, dedup=not ref)
             repeats += (not ref) * (b.roots.size - b.emb_rows.size)
             torch.manual_seed(100 + a)  # the same dropout masks
-            out = model(b, memories[ref].read(torch.from_numpy(b.nodes)), efeat)
+            out = model(b, memories[ref].read(torch.from_numpy(b.nodes).to(device)), efeat)
             n = b.size
             pairs = torch.cat([torch.stack([torch.arange(n), n + torch.arange(n)]),   # (source, destination)
                                torch.stack([torch.arange(n).repeat_interleave(2), 2 * n + torch.arange(2 * n)])], 1)
-            logits = head(out.z, pairs)
-            loss = F.binary_cross_entropy_with_logits(logits, torch.cat([torch.ones(n), torch.zeros(2 * n)]))
+            logits = head(out.z, pairs.to(device))
+            labels = torch.cat([torch.ones(n), torch.zeros(2 * n)]).to(device)
+            loss = F.binary_cross_entropy_with_logits(logits, labels)
             opt.zero_grad()
             loss.backward()
             got[ref] = (out.z.detach(), loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
