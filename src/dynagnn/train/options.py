@@ -83,5 +83,34 @@ class Pipelining(Options):
 
 
 @dataclass(frozen=True)
-class WindowOptions(Checkpointing, Transfer, Pipelining):
-    """The one-snapshot-at-a-time loop's options: checkpointing, transfer and the pipelined feed."""
+class SequenceMode(Options):
+    """What a sample is: a window from the zero state (the papers' link task), or the whole training
+    sequence with the state carried (PyTorch Geometric Temporal's loop)."""
+
+    sequence: str = option(
+        "auto", "window: a sample is a window of `window` snapshots from the initial state, its last snapshot "
+        "scored (the papers' link task); carry: the state is carried through the whole training sequence, every "
+        "snapshot's loss counts, and evaluation continues the state from where training ended (PyTorch Geometric "
+        "Temporal's loop; `window` and `batch_windows` are then unused); auto = carry for the regress task on a "
+        "pyg-temporal-json store, else window", enum=["auto", "window", "carry"])
+    step: str = option(
+        "epoch", "sequence carry: one optimiser step per epoch over the whole sequence (PyG Temporal's cumulative "
+        "regime; with tbptt k the state is detached every k snapshots and each piece back-propagated at once), "
+        "or one per tbptt piece (tbptt 1: its incremental regime, a step per snapshot)", enum=["epoch", "tbptt"])
+
+
+def resolve_sequence(options: Options, task: str, store) -> str:
+    """"window" or "carry": ``options.sequence`` with auto decided (carry for the regress task on a
+    store ingested from PyG Temporal's JSON, which is how that library's users train it); "window"
+    for options without the field."""
+    mode = getattr(options, "sequence", "window")
+    if mode != "auto":
+        return mode
+    spec = (getattr(store, "attrs", None) or {}).get("spec") or {}
+    return "carry" if task == "regress" and spec.get("format") == "pyg-temporal-json" else "window"
+
+
+@dataclass(frozen=True)
+class WindowOptions(Checkpointing, Transfer, Pipelining, SequenceMode):
+    """The one-snapshot-at-a-time loop's options: checkpointing, transfer, the pipelined feed, and
+    the sequence mode."""

@@ -56,7 +56,7 @@ from dynagnn.distributed.context import DistContext
 from dynagnn.errors import ConfigError
 from dynagnn.models.base import DynamicGNN
 from dynagnn.timing import PhaseTimer
-from dynagnn.train.options import Options
+from dynagnn.train.options import Options, resolve_sequence
 from dynagnn.tasks.snapshot import Split, chronological_split, infer_task, make_task
 from dynagnn.train.transfer import load_host_snapshots
 
@@ -71,7 +71,8 @@ class Run:
     feature width (part of a checkpoint's fingerprint); ``load_seconds``: the one-off read of the
     store. Snapshot runs: ``host`` holds every snapshot's normalised adjacency on the host
     (HostSnapshot list), ``features`` float32 [N, F] or [T, N, F], ``window`` the snapshots per
-    window l. ``config``: the run's :class:`~dynagnn.train.run_config.TrainConfig` (the strategy's
+    window l (1 in sequence mode ``carry``, where the units are the training sequence's snapshots).
+    ``sequence``: "window" or "carry" (:class:`~dynagnn.train.options.SequenceMode`). ``config``: the run's :class:`~dynagnn.train.run_config.TrainConfig` (the strategy's
     own options are ``Strategy.options``).
     """
 
@@ -91,6 +92,7 @@ class Run:
     split: Split | None = None
     in_dim: int = 0
     load_seconds: float = 0.0
+    sequence: str = "window"
 
     @property
     def train_ends(self) -> list:
@@ -168,7 +170,9 @@ class Strategy:
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
         task_name = infer_task(store) if c.task == "auto" else c.task
         task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
-        split = chronological_split(task.steps(c.window))
+        sequence = resolve_sequence(self.options, task_name, store)
+        window = 1 if sequence == "carry" else c.window
+        split = chronological_split(task.steps(window))
         empty = task.empty_windows(split.train) if hasattr(task, "empty_windows") else []
         if empty and ctx.is_main:
             log.info("%d of %d training windows predict a snapshot with no edge (ending at %s): scored on "
@@ -179,8 +183,8 @@ class Strategy:
         in_dim = int(features.shape[-1])
         model = self.build_model(in_dim).to(ctx.device)
         head = task.head(model.out_dim).to(ctx.device)
-        return Run(store, task, model, head, timer, ctx, comm, host, features, c.window, c.batch_windows,
-                   c, split=split, in_dim=in_dim, load_seconds=load_seconds)
+        return Run(store, task, model, head, timer, ctx, comm, host, features, window, c.batch_windows,
+                   c, split=split, in_dim=in_dim, load_seconds=load_seconds, sequence=sequence)
 
     def input_dim(self, store) -> int:
         """The width of what the model reads from ``store`` (the node features by default); ConfigError

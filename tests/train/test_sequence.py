@@ -1,0 +1,154 @@
+"""Sequence mode ``carry`` (PyTorch Geometric Temporal's loop) against the loop that library's examples
+run, written here by hand: the state carried from snapshot to snapshot, every snapshot's loss, one
+optimiser step per epoch or per tbptt piece. Same epoch loss, parameters after the epoch, and
+validation and test metrics with the state continued from the end of training."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn.errors import ConfigError
+from dynagnn.train.engine import TrainConfig, Trainer
+from dynagnn.train.transfer import SnapshotFeeder
+
+from .conftest import small_store
+
+MODELS = ["tgcn", "gcrn", "evolvegcn_o", "mpnn_lstm", "wdgcn", "cdgcn", "tmgcn"]
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sequence")
+    return {"regress": small_store(d / "regress.zarr", labels="regress", num_snapshots=14),
+            "class": small_store(d / "class.zarr", labels="class", num_snapshots=14),
+            "link": small_store(d / "link.zarr", num_snapshots=14)}
+
+
+def trainer(store, model, **kw):
+    cfg = TrainConfig.of(**{"model": model, "hidden": 5, "epochs": 1, "lr": 0.01, "sequence": "carry", **kw})
+    return Trainer(store, cfg, progress=False)
+
+
+def hand_loop(tr, k, per_piece):
+    """One epoch of the loop in PyTorch Geometric Temporal's examples, on a copy of ``tr``'s model and
+    head: (epoch loss, parameters after it, val metrics, test metrics)."""
+    run = tr.run
+    model, head, task = copy.deepcopy(run.model), copy.deepcopy(run.head), run.task
+    params = list(model.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=tr.config.lr, weight_decay=tr.config.weight_decay, fused=True)
+    feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, "cpu", "full")
+    units = run.train_ends
+    model.train()
+    head.train()
+    state = model.initial_state(run.num_nodes)
+    with torch.no_grad():
+        for t in range(units[0]):
+            _, state = model.step(*feeder.get(t), state)
+    pieces = [units[i:i + (k or len(units))] for i in range(0, len(units), k or len(units))]
+    losses = []
+    opt.zero_grad()
+    for piece in pieces:
+        cost = 0
+        for t in piece:
+            h, state = model.step(*feeder.get(t), state)
+            cost = cost + task.loss(head, h, t, 0)
+        cost = cost / (len(piece) if per_piece else len(units))
+        cost.backward()
+        losses.append(float(cost.detach()))
+        state = tuple(s.detach() for s in state)
+        if per_piece:
+            opt.step()
+            opt.zero_grad()
+    if not per_piece:
+        opt.step()
+        losses = [sum(losses)]
+    model.eval()
+    head.eval()
+    metrics = []
+    with torch.no_grad():
+        for split in (run.split.val, run.split.test):   # the state continues: training -> val -> test
+            emb = {}
+            for t in range(split[0], split[-1] + 1):
+                h, state = model.step(*feeder.get(t), state)
+                emb[t] = h
+            metrics.append(task.evaluate(head, emb))
+    return float(np.mean(losses)), [p.detach() for p in params], *metrics
+
+
+def assert_epoch_equal(tr, k, per_piece):
+    ref_loss, ref_params, ref_val, ref_test = hand_loop(tr, k, per_piece)
+    assert len(tr.step_ends()) == (-(-len(tr.run.train_ends) // k) if per_piece else 1)
+    loss = tr.train_epoch(0)
+    val, test = tr.evaluate(tr.split.val), tr.evaluate(tr.split.test)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for p, r in zip(tr.run.parameters(), ref_params):
+        torch.testing.assert_close(p.detach(), r, rtol=1e-5, atol=1e-6)
+    for got, ref in ((val, ref_val), (test, ref_test)):
+        assert got.keys() == ref.keys()
+        for key in ref:
+            assert got[key] == pytest.approx(ref[key], rel=1e-5, abs=1e-7, nan_ok=True), key
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_whole_sequence_is_the_hand_written_loop(stores, model):
+    """The cumulative regime: one step per epoch, the state carried through every training snapshot."""
+    assert_epoch_equal(trainer(stores["regress"], model), None, False)
+
+
+@pytest.mark.parametrize("model", ["tgcn", "evolvegcn_o", "mpnn_lstm"])
+@pytest.mark.parametrize("k,per_piece", [(1, True), (4, True), (4, False)])
+def test_truncated_bptt_is_the_hand_written_loop(stores, model, k, per_piece):
+    """k = 1, a step per snapshot: the incremental regime; k = 4 with a step per piece or per epoch."""
+    tr = trainer(stores["regress"], model, tbptt=k, step="tbptt" if per_piece else "epoch")
+    assert_epoch_equal(tr, k, per_piece)
+
+
+@pytest.mark.parametrize("kind", ["class", "link"])
+def test_every_task_carries(stores, kind):
+    assert_epoch_equal(trainer(stores[kind], "gcrn", tbptt=3, step="tbptt"), 3, True)
+
+
+def test_evaluation_after_a_checkpoint_replays_the_sequence(stores):
+    """Units that follow no carried state (weights loaded, no training pass) replay the snapshots
+    before them with the current weights, without gradients, from the initial state."""
+    tr = trainer(stores["regress"], "tgcn")
+    tr.train_epoch(0)
+    tr.strategy._carried = None
+    got = tr.evaluate(tr.split.val)
+    run = tr.run
+    feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, "cpu", "full")
+    state, emb = run.model.initial_state(run.num_nodes), {}
+    with torch.no_grad():
+        for t in range(run.split.val[-1] + 1):
+            h, state = run.model.step(*feeder.get(t), state)
+            emb[t] = h
+        ref = run.task.evaluate(run.head, {t: emb[t] for t in run.split.val})
+    assert got == pytest.approx(ref, rel=1e-6)
+
+
+def test_auto_carries_on_pyg_temporal_regress_stores_only(stores):
+    from dynagnn.train.options import WindowOptions, resolve_sequence
+
+    class Store:
+        attrs = {"spec": {"format": "pyg-temporal-json"}}
+
+    auto = WindowOptions()
+    assert resolve_sequence(auto, "regress", Store()) == "carry"
+    assert resolve_sequence(auto, "link", Store()) == "window"
+    assert resolve_sequence(auto, "regress", type("S", (), {"attrs": {"spec": {"format": "csv"}}})()) == "window"
+    assert resolve_sequence(WindowOptions(sequence="window"), "regress", Store()) == "window"
+    assert trainer(stores["regress"], "tgcn", sequence="auto").run.sequence == "window"   # a synthetic store
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"checkpoint_blocks": 2}, "bound the memory with tbptt instead"),
+    ({"step": "tbptt"}, "step: tbptt needs tbptt: k"),
+    ({"sequence": "window", "step": "tbptt", "tbptt": 2}, "it needs sequence: carry"),
+    ({"strategy": "frames"}, "sequence"),
+])
+def test_what_carry_cannot_do_is_refused_in_one_line(stores, kw, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        trainer(stores["regress"], "tgcn", **kw)
+    assert "\n" not in str(err.value)
