@@ -146,9 +146,45 @@ def test_auto_carries_on_pyg_temporal_regress_stores_only(stores):
     ({"checkpoint_blocks": 2}, "bound the memory with tbptt instead"),
     ({"step": "tbptt"}, "step: tbptt needs tbptt: k"),
     ({"sequence": "window", "step": "tbptt", "tbptt": 2}, "it needs sequence: carry"),
-    ({"strategy": "frames"}, "sequence"),
+    ({"strategy": "snapshot"}, "sequence"),
+    ({"strategy": "frames", "sequence": "window", "tbptt": 2}, "tbptt cuts a carried sequence"),
 ])
 def test_what_carry_cannot_do_is_refused_in_one_line(stores, kw, message):
     with pytest.raises(ConfigError, match=message) as err:
         trainer(stores["regress"], "tgcn", **kw)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("model", ["tgcn", "evolvegcn_o", "mpnn_lstm", "gcrn"])
+@pytest.mark.parametrize("S,reuse,pipeline,k,step", [(4, "on", "on", None, "epoch"), (3, "off", "off", None, "epoch"),
+                                                      (4, "on", "off", 5, "tbptt"), (2, "off", "on", 5, "epoch")])
+def test_frames_carry_the_sequence_as_sequential(stores, model, S, reuse, pipeline, k, step):
+    """PiPAD's frames over the carried sequence (S consecutive snapshots of each piece, reuse and the
+    pipeline on or off) train and evaluate as sequential in the same mode; then again in epoch 2
+    (the reuse cache full, the carried state reset)."""
+    kw = {"tbptt": k, "step": step}
+    seq = trainer(stores["regress"], model, **kw)
+    frames = trainer(stores["regress"], model, strategy="frames", frame_size=S, frame_reuse=reuse,
+                     pipeline=pipeline, **kw)
+    for epoch in (0, 1):
+        got = [frames.train_epoch(epoch), frames.evaluate(frames.split.val), frames.evaluate(frames.split.test)]
+        ref = [seq.train_epoch(epoch), seq.evaluate(seq.split.val), seq.evaluate(seq.split.test)]
+        assert got[0] == pytest.approx(ref[0], rel=1e-5)
+        for g, r in zip(got[1:], ref[1:]):
+            assert g == pytest.approx(r, rel=1e-5)
+        for p, r in zip(frames.run.parameters(), seq.run.parameters()):
+            torch.testing.assert_close(p.detach(), r.detach(), rtol=1e-5, atol=1e-6)
+    assert frames.strategy.engine.tuner.frame_size == S
+    frames.strategy.close()
+
+
+def test_frames_tune_s_on_pieces_of_the_sequence(stores):
+    """With S tuned, the profiling epoch runs frames of 1 and the trials time pieces of at most 16
+    snapshots; the epochs after it train as sequential all the same."""
+    seq = trainer(stores["regress"], "tgcn", epochs=3)
+    frames = trainer(stores["regress"], "tgcn", strategy="frames", epochs=3, pipeline="off")
+    assert all(len(r) <= 16 for r in frames.strategy._trial_ranges())
+    m, _ = frames.fit()
+    r, _ = seq.fit()
+    np.testing.assert_allclose(m["loss"], r["loss"], rtol=1e-5)
+    assert m["frame_size"].iloc[-1] >= 1 and m["tuning_s"].iloc[0] > 0

@@ -514,18 +514,20 @@ class FrameEngine:
         self.prefetch.close()
 
 
-def engine_for(run, options) -> FrameEngine:
+def engine_for(run, options, span: int | None = None) -> FrameEngine:
     """The frame engine of a run (:class:`~dynagnn.train.strategies.base.Run`) with the frames
     ``options`` (``frame_size``, ``frame_reuse``, ``pipeline``, ``frame_memory_mb``): the frames
-    strategy's, and each group process's (``group_frames``)."""
+    strategy's, and each group process's (``group_frames``). ``span``: the longest range a frame may
+    cover (default the window; in sequence mode carry, the tbptt piece or the sequence)."""
+    span = int(span or run.window)
     size = options.frame_size
-    if size is not None and int(size) > int(run.window):  # a frame never spans more than the window
+    if size is not None and int(size) > span:  # a frame never spans more than the window
         if run.ctx.is_main:
             log.warning("frame_size %d is longer than the window of %d snapshots: frames of %d are used (and "
-                        "recorded in metrics.parquet)", int(size), int(run.window), int(run.window))
-        size = int(run.window)
+                        "recorded in metrics.parquet)", int(size), span, span)
+        size = span
     engine = FrameEngine(run.model, run.store.window_edges(0, run.store.num_snapshots), run.host,
-                         run.features, run.num_nodes, run.device, window=run.window,
+                         run.features, run.num_nodes, run.device, window=span,
                          frame_size=size, reuse=options.frame_reuse == "on",
                          pipeline={"on": True, "off": False}.get(options.pipeline, "auto"),
                          memory_bytes=(options.frame_memory_mb or 0) * MiB or None, timer=run.timer)

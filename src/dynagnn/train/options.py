@@ -53,13 +53,19 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Checkpointing(Options):
+class Truncation(Options):
+    """Truncated back-propagation through time."""
+
+    tbptt: int | None = option(None, "truncated BPTT every k steps (null = full window)",
+                               type=["integer", "null"], minimum=1)
+
+
+@dataclass(frozen=True)
+class Checkpointing(Truncation):
     """ESDG's gradient checkpointing over time blocks, and truncated back-propagation through time."""
 
     checkpoint_blocks: int = option(1, "ESDG gradient checkpointing: time blocks per window (1 = off)",
                                     type="integer", minimum=1)
-    tbptt: int | None = option(None, "truncated BPTT every k steps (null = full window)",
-                               type=["integer", "null"], minimum=1)
 
 
 @dataclass(frozen=True)

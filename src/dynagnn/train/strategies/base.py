@@ -38,6 +38,12 @@ builds its own run and evaluates it:
 - ``start_epoch(epoch)``: before each epoch's steps (an event model resets its memory there).
 - ``evaluate(units)``: collective, no gradients: the task's metrics over ``units``, the same dict on
   every worker. The engine evaluates the validation units, then the test units, after each epoch.
+
+Sequence mode ``carry`` (:class:`~dynagnn.train.options.SequenceMode`; the run's ``sequence``): a
+strategy that serves it implements ``run_sequence(ts, state) -> (embeddings, state)`` over consecutive
+snapshots and calls :meth:`Strategy.backward_sequence` and :meth:`Strategy.evaluate_sequence`; the
+base keeps the carried state (:meth:`Strategy.state_before`) and cuts the steps
+(:meth:`Strategy.steps`).
 """
 
 from __future__ import annotations
@@ -139,6 +145,8 @@ class Strategy:
         step through their snapshots with a sequential one)."""
         self.config = config
         self.options = config.options if options is None else options
+        self.carry = False                                 # sequence mode "carry" (set by setup)
+        self._carried: tuple[int, tuple] | None = None     # (the next snapshot, the state before it)
 
     @classmethod
     def settable(cls) -> set[str]:
@@ -223,6 +231,20 @@ class Strategy:
 
     def setup(self, run: Run) -> None:
         self.run = run
+        self.carry = run.sequence == "carry"
+        self._carried = None
+        if self.carry and getattr(self.options, "step", "epoch") == "tbptt" and not getattr(self.options, "tbptt", None):
+            raise ConfigError("step: tbptt needs tbptt: k, the snapshots per optimiser step (1: a step per snapshot)")
+
+    def check_sequence(self, store) -> None:
+        """ConfigError for options of sequence mode that the resolved mode cannot use (a step per tbptt
+        piece with windows)."""
+        o = self.options
+        if getattr(o, "step", "epoch") == "tbptt":
+            task = infer_task(store) if self.config.task == "auto" else self.config.task
+            if resolve_sequence(o, task, store) != "carry":
+                raise ConfigError("step: tbptt steps the optimiser per tbptt piece of a carried sequence; it needs "
+                                  "sequence: carry (or auto on a pyg-temporal-json regress store)")
 
     def start_epoch(self, epoch: int) -> None:
         """Before the training steps of ``epoch`` (default nothing)."""
@@ -260,9 +282,99 @@ class Strategy:
         (default nothing)."""
 
     def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
-        """The training windows' end snapshots cut into steps of B, in order (the last may be shorter)."""
-        ends, b = list(ends), int(batch_windows)
-        return [ends[i:i + b] for i in range(0, len(ends), b)]
+        """The training windows' end snapshots cut into steps of B, in order (the last may be shorter).
+        Carry mode: the whole training sequence, or pieces of ``tbptt`` snapshots with ``step`` "tbptt"."""
+        ends = list(ends)
+        if self.carry:
+            b = self.options.tbptt if self.options.step == "tbptt" else len(ends)
+        else:
+            b = int(batch_windows)
+        return [ends[i:i + b] for i in range(0, len(ends), max(1, b))]
+
+    # ---- sequence mode "carry" ----------------------------------------------------------------------
+    def run_sequence(self, ts: Sequence[int], state: tuple) -> tuple[list[torch.Tensor], tuple]:
+        """The embeddings [N, H] of the consecutive snapshots ``ts`` and the state after them, from
+        ``state`` (a strategy serving carry mode implements it)."""
+        raise NotImplementedError
+
+    def sequence_ranges(self, steps: Sequence[Sequence[int]]) -> list[list[int]]:
+        """The snapshot ranges an epoch of carry mode runs, in order: those before the first training
+        snapshot (replayed without gradients), then each tbptt piece of each step."""
+        units = [t for s in steps for t in s]
+        if not units:
+            return []
+        k = getattr(self.options, "tbptt", None) or len(units)
+        out = [list(range(units[0]))] if units[0] > 0 else []
+        for s in steps:
+            out += [list(s[i:i + k]) for i in range(0, len(s), k)]
+        return out
+
+    def state_before(self, t0: int) -> tuple:
+        """The carried state before snapshot ``t0``: where the last training step or evaluation ended
+        there, that state; else the snapshots 0..t0-1 replayed from the initial state, without
+        gradients (the initial state itself keeps its parameters: EvolveGCN's W_0)."""
+        if self._carried is not None and self._carried[0] == t0:
+            return self._carried[1]
+        state = self.run.model.initial_state(self.run.num_nodes, self.run.device)
+        if t0 > 0:
+            with torch.no_grad():
+                _, state = self.run_sequence(list(range(t0)), state)
+        return state
+
+    def backward_sequence(self, ends: Sequence[int]) -> float:
+        """Carry mode's step over the consecutive snapshots ``ends``, the state carried in: each
+        snapshot's loss / len(ends), back-propagated piece by piece (``tbptt`` snapshots each, the
+        state detached between pieces). Returns the step's loss (a non-finite one as soon as it
+        appears)."""
+        ends = list(ends)
+        if ends != list(range(ends[0], ends[0] + len(ends))):
+            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
+        state = self.state_before(ends[0])
+        k = getattr(self.options, "tbptt", None) or len(ends)
+        total = 0.0
+        for i in range(0, len(ends), k):
+            loss, state = self.backward_piece(ends[i:i + k], state, 1.0 / len(ends))
+            total += loss
+            if not math.isfinite(loss):
+                return loss
+            state = tuple(s.detach() for s in state)
+        self._carried = (ends[-1] + 1, state)
+        return total
+
+    def backward_piece(self, ts: Sequence[int], state: tuple, weight: float) -> tuple[float, tuple]:
+        """The snapshots ``ts`` run from ``state`` (:meth:`run_sequence`), each one's loss times
+        ``weight``, and one backward through the piece: (the summed loss, the state after ``ts``)."""
+        run = self.run
+        hs, state = self.run_sequence(ts, state)
+        total, outs, grads = 0.0, [], []
+        for t, h in zip(ts, hs):
+            loss, grad = head_backward(run, h, t, weight)
+            if not math.isfinite(loss):
+                return loss, state
+            total += loss
+            if grad is not None:
+                outs.append(h)
+                grads.append(grad)
+        if outs:
+            with run.timer.phase("backward"):
+                torch.autograd.backward(outs, grads)
+        return total, state
+
+    @torch.no_grad()
+    def evaluate_sequence(self, units: Sequence[int]) -> dict[str, float]:
+        """Carry mode's evaluation: the state continued through the snapshots of ``units`` (from where
+        training or the last evaluation ended), each unit's embedding scored on one worker."""
+        run = self.run
+        units = list(units)
+        embeddings = {}
+        if units:
+            ts = list(range(units[0], units[-1] + 1))
+            hs, state = self.run_sequence(ts, self.state_before(units[0]))
+            wanted = set(units)
+            embeddings = {t: h for t, h in zip(ts, hs) if t in wanted}
+            self._carried = (units[-1] + 1, state)
+        metrics = run.task.evaluate(run.head, embeddings) if run.ctx.is_main else None
+        return run.comm.broadcast_object(metrics)
 
     def backward_windows(self, ends: Sequence[int], scale: float = 1.0) -> float:
         """For each window: its loss / B from :meth:`embed`, back-propagated (times ``scale``) at once,

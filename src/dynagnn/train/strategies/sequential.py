@@ -33,7 +33,7 @@ from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
 from dynagnn.train.options import WindowOptions
 from dynagnn.train.pipeline import Prefetcher, bytes_only
-from dynagnn.train.strategies.base import Run, Strategy, head_backward
+from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.transfer import SnapshotFeeder
 
 
@@ -51,9 +51,7 @@ class Sequential(Strategy):
         if o.sequence == "carry" and o.checkpoint_blocks > 1:
             raise ConfigError("sequence carry with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; "
                               "in carry mode bound the memory with tbptt instead")
-        if o.step == "tbptt" and o.sequence == "window":
-            raise ConfigError("step: tbptt steps the optimiser per tbptt piece of a carried sequence; it needs "
-                              "sequence: carry (or auto on a pyg-temporal-json regress store)")
+        self.check_sequence(store)
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -68,31 +66,14 @@ class Sequential(Strategy):
                                      capacity, bytes_only(run.timer) if pipelined else run.timer)
         self.prefetch = Prefetcher(self.feeder.get, device=run.device, timer=run.timer) if pipelined else None
         self.model = run.model
-        self.carry = run.sequence == "carry"
-        if self.carry and o.step == "tbptt" and not o.tbptt:
-            raise ConfigError("step: tbptt needs tbptt: k, the snapshots per optimiser step (1: a step per snapshot)")
-        self._carried: tuple[int, tuple] | None = None   # (the next snapshot, the state before it)
-
-    def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
-        """Window mode: B windows a step. Carry mode: the whole training sequence, or pieces of tbptt
-        snapshots with ``step`` "tbptt"."""
-        if not self.carry:
-            return super().steps(ends, batch_windows)
-        ends = list(ends)
-        k = self.tbptt if self.options.step == "tbptt" else len(ends)
-        return [ends[i:i + k] for i in range(0, len(ends), max(1, k))]
 
     def start_epoch(self, epoch: int) -> None:
         self._carried = None
         if self.prefetch is not None:
             self.prefetch.take_stats()
-            train = self.run.train_ends
-            if self.carry:  # the snapshots before the first training unit, then the sequence
-                order = list(range(train[0])) + train if train else []
-            else:
-                steps = self.steps(train, self.run.batch_windows)
-                order = [t for s in steps for ts in self.run.windows(s) for t in ts]
-            self.prefetch.schedule(order)
+            steps = self.steps(self.run.train_ends, self.run.batch_windows)
+            ranges = self.sequence_ranges(steps) if self.carry else [ts for s in steps for ts in self.run.windows(s)]
+            self.prefetch.schedule([t for ts in ranges for t in ts])
 
     def epoch_metrics(self, epoch: int, seconds: float) -> dict[str, float]:
         if self.prefetch is None:
@@ -115,59 +96,12 @@ class Sequential(Strategy):
     def train_step(self, ends: Sequence[int]) -> float:
         return self.backward_sequence(ends) if self.carry else self.backward_windows(ends)
 
-    # ---- sequence mode "carry" -----------------------------------------------------------------------
-    def state_before(self, t0: int) -> tuple:
-        """The carried state before snapshot ``t0``: where the last training step or evaluation ended
-        there, that state; else the sequence 0..t0-1 replayed from the initial state, without gradients."""
-        if self._carried is not None and self._carried[0] == t0:
-            return self._carried[1]
-        state = self.model.initial_state(self.feeder.num_nodes, self.feeder.device)
-        if t0 > 0:
-            with torch.no_grad():
-                _, state = run_blocks(self._step, range(t0), state)
-        return state
+    def run_sequence(self, ts: Sequence[int], state) -> tuple[list[torch.Tensor], tuple]:
+        hs = []
+        for t in ts:
+            h, state = self._step(t, state)
+            hs.append(h)
+        return hs, state
 
-    def backward_sequence(self, ends: Sequence[int]) -> float:
-        """The step over the consecutive snapshots ``ends``, the state carried in: each snapshot's loss
-        / len(ends), back-propagated piece by piece (``tbptt`` snapshots each, the state detached
-        between pieces). Returns the step's loss (a non-finite one as soon as it appears)."""
-        run = self.run
-        ends = list(ends)
-        if ends != list(range(ends[0], ends[0] + len(ends))):
-            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
-        state = self.state_before(ends[0])   # the initial state keeps its parameters (EvolveGCN's W_0)
-        k = self.tbptt or len(ends)
-        total = 0.0
-        for i in range(0, len(ends), k):
-            hs, grads = [], []
-            for t in ends[i:i + k]:
-                h, state = self._step(t, state)
-                loss, grad = head_backward(run, h, t, 1.0 / len(ends))
-                if not math.isfinite(loss):
-                    return loss
-                total += loss
-                if grad is not None:
-                    hs.append(h)
-                    grads.append(grad)
-            if hs:
-                with run.timer.phase("backward"):
-                    torch.autograd.backward(hs, grads)
-            state = tuple(s.detach() for s in state)
-        self._carried = (ends[-1] + 1, state)
-        return total
-
-    @torch.no_grad()
     def evaluate(self, units: Sequence[int]) -> dict[str, float]:
-        if not self.carry:
-            return super().evaluate(units)
-        run = self.run
-        units = list(units)
-        embeddings = {}
-        if units:
-            state = self.state_before(units[0])
-            for t in range(units[0], units[-1] + 1):
-                h, state = self._step(t, state)
-                if t in units:
-                    embeddings[t] = h
-            self._carried = (units[-1] + 1, state)
-        return run.task.evaluate(run.head, embeddings)
+        return self.evaluate_sequence(units) if self.carry else super().evaluate(units)
