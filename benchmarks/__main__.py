@@ -2,7 +2,7 @@
 
 import sys
 
-from . import (bench_allocator, bench_analyze, bench_cache, bench_cost, bench_dist, bench_frames, bench_group, bench_ingest, bench_pair_channel, bench_partition, bench_sampled, bench_schedule,
+from . import (bench_allocator, bench_analyze, bench_cache, bench_cost, bench_dist, bench_frames, bench_group, bench_ingest, bench_pair_channel, bench_partition, bench_pygt_loop, bench_sampled, bench_schedule,
                bench_stats, bench_tgnn, bench_tgnn_models, bench_train)
 
 BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": bench_analyze.main,
@@ -10,7 +10,7 @@ BENCHES = {"ingest": bench_ingest.main, "stats": bench_stats.main, "analyze": be
            "schedule": bench_schedule.main, "train": bench_train.main, "dist": bench_dist.main,
            "group": bench_group.main, "tgnn": bench_tgnn.main, "tgnn_models": bench_tgnn_models.main,
            "frames": bench_frames.main, "sampled": bench_sampled.main, "allocator": bench_allocator.main,
-           "pair_channel": bench_pair_channel.main}
+           "pair_channel": bench_pair_channel.main, "pygt_loop": bench_pygt_loop.main}
 
 
 def main(argv: list[str]) -> int:

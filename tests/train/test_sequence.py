@@ -188,3 +188,36 @@ def test_frames_tune_s_on_pieces_of_the_sequence(stores):
     r, _ = seq.fit()
     np.testing.assert_allclose(m["loss"], r["loss"], rtol=1e-5)
     assert m["frame_size"].iloc[-1] >= 1 and m["tuning_s"].iloc[0] > 0
+
+
+def _vertex_epochs(ctx, comm, store, model, kw):
+    cfg = TrainConfig.of(**{"model": model, "hidden": 5, "epochs": 1, "lr": 0.01, "sequence": "carry",
+                            "strategy": "vertex", "workers": ctx.world_size, "partitioner": "hash", **kw})
+    tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
+    out = []
+    for epoch in (0, 1):
+        loss = tr.train_epoch(epoch)
+        out.append((loss, tr.evaluate(tr.split.val), tr.evaluate(tr.split.test),
+                    [p.detach().clone() for p in tr.run.parameters()]))
+    return out
+
+
+@pytest.mark.parametrize("model,kw", [("gcrn", {}), ("evolvegcn_o", {"tbptt": 4, "step": "tbptt"}),
+                                      ("mpnn_lstm", {"tbptt": 3})])
+def test_vertex_workers_carry_the_sequence_as_sequential(stores, model, kw):
+    """Two gloo workers, each carrying its vertices' rows (halo exchange per snapshot), train and
+    evaluate as sequential in the same mode, over two epochs."""
+    from dynagnn.distributed.testing import run_on
+
+    seq = trainer(stores["regress"], model, **kw)
+    ref = []
+    for epoch in (0, 1):
+        loss = seq.train_epoch(epoch)
+        ref.append((loss, seq.evaluate(seq.split.val), seq.evaluate(seq.split.test),
+                    [p.detach().clone() for p in seq.run.parameters()]))
+    for rank_out in run_on(2, _vertex_epochs, stores["regress"], model, kw, timeout=300):
+        for (loss, val, test, params), (rloss, rval, rtest, rparams) in zip(rank_out, ref):
+            assert loss == pytest.approx(rloss, rel=1e-5)
+            assert val == pytest.approx(rval, rel=1e-5) and test == pytest.approx(rtest, rel=1e-5)
+            for p, r in zip(params, rparams):
+                torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)

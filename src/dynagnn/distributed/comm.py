@@ -146,16 +146,25 @@ class Comm:
         return t
 
     def all_reduce_grads(self, params: Sequence[torch.Tensor], name: str = "grad_all_reduce") -> None:
-        """Sum every parameter's gradient over workers in one flat buffer (a missing grad is zero)."""
+        """Sum every parameter's gradient over workers in one flat buffer. A missing grad counts as
+        zero, and a parameter that no worker has a gradient for keeps none, as one process would
+        leave it (Adam skips such a parameter; a zero gradient would still move it by its momentum):
+        one flag per parameter rides at the end of the buffer."""
         if not self.active:
             return
         params = [p for p in params if p.requires_grad]
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+        if not params:
+            return
+        like = params[0]
+        flags = torch.tensor([float(p.grad is not None) for p in params], dtype=like.dtype, device=like.device)
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
+                         + [flags])
         self.all_reduce(flat, name)
         offset = 0
-        for p in params:
+        had = flat[-len(params):].tolist()
+        for p, any_grad in zip(params, had):
             n = p.numel()
-            p.grad = flat[offset:offset + n].view_as(p)
+            p.grad = flat[offset:offset + n].view_as(p) if any_grad else None
             offset += n
 
     def broadcast(self, t: torch.Tensor, src: int = 0, name: str = "broadcast") -> torch.Tensor:

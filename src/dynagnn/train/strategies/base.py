@@ -297,6 +297,15 @@ class Strategy:
         ``state`` (a strategy serving carry mode implements it)."""
         raise NotImplementedError
 
+    def initial_sequence_state(self) -> tuple:
+        """The state a carried sequence starts from: the model's, for every vertex (a strategy that
+        holds a part of the vertices gives its part's)."""
+        return self.run.model.initial_state(self.run.num_nodes, self.run.device)
+
+    #: what each worker back-propagates of a carried step's loss (vertex: every worker computes the
+    #: full loss, each back-propagates 1/P of it)
+    sequence_scale = 1.0
+
     def sequence_ranges(self, steps: Sequence[Sequence[int]]) -> list[list[int]]:
         """The snapshot ranges an epoch of carry mode runs, in order: those before the first training
         snapshot (replayed without gradients), then each tbptt piece of each step."""
@@ -315,7 +324,7 @@ class Strategy:
         gradients (the initial state itself keeps its parameters: EvolveGCN's W_0)."""
         if self._carried is not None and self._carried[0] == t0:
             return self._carried[1]
-        state = self.run.model.initial_state(self.run.num_nodes, self.run.device)
+        state = self.initial_sequence_state()
         if t0 > 0:
             with torch.no_grad():
                 _, state = self.run_sequence(list(range(t0)), state)
@@ -348,7 +357,7 @@ class Strategy:
         hs, state = self.run_sequence(ts, state)
         total, outs, grads = 0.0, [], []
         for t, h in zip(ts, hs):
-            loss, grad = head_backward(run, h, t, weight)
+            loss, grad = head_backward(run, h, t, weight, self.sequence_scale)
             if not math.isfinite(loss):
                 return loss, state
             total += loss

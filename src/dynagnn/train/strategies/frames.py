@@ -109,8 +109,7 @@ class Frames(Strategy):
         """The tuner's trial of a range: one window's training step (:meth:`backward_windows` of its
         end), or in carry mode the range's piece from the initial state (the carried state untouched)."""
         if self.carry:
-            state = self.run.model.initial_state(self.run.num_nodes, self.run.device)
-            self.backward_piece(list(ts), state, 1.0 / len(ts))
+            self.backward_piece(list(ts), self.initial_sequence_state(), 1.0 / len(ts))
         else:
             self.backward_windows([ts[-1]])
 

@@ -38,7 +38,7 @@ from dynagnn.models.evolvegcn import EvolveGCNH
 from dynagnn.sortedkeys import row_offsets, unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
-from dynagnn.train.options import Checkpointing, option
+from dynagnn.train.options import Checkpointing, SequenceMode, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 PARTITIONERS = ("metis", "hash")
@@ -118,7 +118,7 @@ def local_snapshot(snap, num_nodes: int, parts: np.ndarray, rank: int, workers: 
 
 
 @dataclass(frozen=True)
-class VertexOptions(Checkpointing):
+class VertexOptions(Checkpointing, SequenceMode):
     """The vertex strategy's: checkpointing, and how the vertices are split."""
 
     partitioner: str = option("metis", "vertex strategy: how the vertices are split", enum=list(PARTITIONERS))
@@ -140,6 +140,10 @@ class VertexPartition(Strategy):
         if self.options.partitioner not in PARTITIONERS:
             raise ConfigError(f"partitioner {self.options.partitioner!r}: the vertex strategy splits by one of "
                               f"{', '.join(PARTITIONERS)}")
+        if self.options.sequence == "carry" and self.options.checkpoint_blocks > 1:
+            raise ConfigError("sequence carry with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; "
+                              "in carry mode bound the memory with tbptt instead")
+        self.check_sequence(store)
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -181,6 +185,27 @@ class VertexPartition(Strategy):
 
     def train_step(self, ends: Sequence[int]) -> float:
         # every worker computes the same full loss: each back-propagates 1/P of it
-        loss = self.backward_windows(ends, 1.0 / self.run.ctx.world_size)
+        if self.carry:
+            self.sequence_scale = 1.0 / self.run.ctx.world_size
+            loss = self.backward_sequence(ends)
+        else:
+            loss = self.backward_windows(ends, 1.0 / self.run.ctx.world_size)
         self.run.comm.all_reduce_grads(self.run.parameters())
         return loss
+
+    # ---- sequence mode carry: each worker carries its vertices' rows ---------------------------------
+    def initial_sequence_state(self) -> tuple:
+        return self.run.model.initial_state(len(self.own), self.run.device)
+
+    def run_sequence(self, ts: Sequence[int], state) -> tuple[list[torch.Tensor], tuple]:
+        hs = []
+        for t in ts:
+            h, state = self._step(t, state)
+            hs.append(self._gathered(h))
+        return hs, state
+
+    def start_epoch(self, epoch: int) -> None:
+        self._carried = None
+
+    def evaluate(self, units: Sequence[int]) -> dict[str, float]:
+        return self.evaluate_sequence(units) if self.carry else super().evaluate(units)

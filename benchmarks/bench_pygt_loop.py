@@ -1,0 +1,154 @@
+"""PyTorch Geometric Temporal's own loop (issue 33): the state carried through the whole training
+sequence, every snapshot's loss, one optimiser step per epoch (its "cumulative" regime), on its own
+datasets, with the PyG-T rung beside dynagnn's sequential and frames in the same loop.
+
+Data: england_covid and twitter_tennis_rg17 (``../shared/data/pyg_temporal``, PyG Temporal's JSON; the
+regress task) and a chickenpox-like store (a static graph of 20 nodes over 500 snapshots, the target
+an autoregressive signal smoothed over the graph, the features its 4 previous values). Models: T-GCN
+(PyG Temporal's TGCN: ``graph_input`` x), GCRN, EvolveGCN-O and MPNN-LSTM, hidden 32.
+
+Rungs, each trained the same epochs with the same seed: ``pyg`` is the sequential strategy fed and
+convolved as PyG Temporal does (``pyg_baseline.py``: tensors built from numpy at every access,
+``gcn_norm`` and gather/scatter at every call), ``sequential`` dynagnn's loop, ``frames`` PiPAD's frames
+over the carried sequence (S tuned after a profiling epoch, reuse on, pipeline off). Printed per
+model and dataset: the median epoch (the first, and frames' profiling epoch, left out), time per
+snapshot, aten operator calls per snapshot (nested calls included, counted by the torch profiler over
+one more epoch), the test MSE after the epochs, and each rung's speed-up over the PyG-T rung.
+
+Run alone: ``python -m benchmarks pygt_loop``. Environment: ``DYNAGNN_BENCH_PYGT_SMOKE=1`` (the
+chickenpox-like store cut to 60 snapshots, T-GCN only, 3 epochs), ``DYNAGNN_BENCH_PYGT_EPOCHS``
+(default 4), ``DYNAGNN_BENCH_THREADS`` (torch threads, default 1), ``DYNAGNN_BENCH_PYGT_MODELS`` and
+``DYNAGNN_BENCH_PYGT_DATASETS`` (comma-separated words; default all).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+import numpy as np
+
+from .bench_frames import PYG_DATA, _ingest
+from .common import bench_dir
+
+MODELS = ("tgcn_x", "gcrn", "evolvegcn_o", "mpnn_lstm")
+RUNGS = {"pyg": ("sequential", {}), "sequential": ("sequential", {}),
+         "frames": ("frames", {"frame_reuse": "on", "pipeline": "off"})}
+
+
+def chickenpox_like(num_snapshots: int = 500, num_nodes: int = 20, lags: int = 4, seed: int = 0):
+    """A static graph of ``num_nodes`` over ``num_snapshots`` snapshots, Hungary's chickenpox layout:
+    the target at t an AR(1) signal mixed over the graph, the features its ``lags`` previous values."""
+    from dynagnn.data.store import write_store
+    from dynagnn.data import discretize as D
+    from dynagnn.data.types import RawGraph, SnapshotList
+
+    path = bench_dir() / f"pygt_chickenpox_{num_snapshots}.zarr"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    key = np.unique(rng.integers(0, num_nodes * num_nodes, 3 * num_nodes))
+    row, col = key // num_nodes, key % num_nodes
+    keep = row != col
+    row, col = row[keep], col[keep]
+    mix = np.zeros((num_nodes, num_nodes))
+    mix[row, col] = 1.0
+    mix = 0.5 * np.eye(num_nodes) + 0.5 * mix / np.maximum(mix.sum(1, keepdims=True), 1)
+    y = np.zeros((num_snapshots + lags, num_nodes))
+    for t in range(1, len(y)):
+        y[t] = 0.8 * mix @ y[t - 1] + rng.normal(0, 1, num_nodes)
+    x = np.stack([y[t:t + lags].T for t in range(num_snapshots)]).astype(np.float32)   # [T, N, lags]
+    target = y[lags:].astype(np.float32)                                                # [T, N]
+    snaps = SnapshotList([row] * num_snapshots, [col] * num_snapshots, None, np.arange(num_snapshots))
+    raw = RawGraph(num_nodes=num_nodes, node_ids=np.arange(num_nodes), snapshots=snaps, directed=False,
+                   name="chickenpox-like", node_labels=target, node_features=x)
+    built = D.build_snapshots(raw, by="source", directed=False)
+    return write_store(path, raw, built, x, spec={"bench": "pygt_chickenpox", "snapshots": num_snapshots})
+
+
+def datasets(smoke: bool) -> dict:
+    if smoke:
+        return {"chickenpox-like 60": chickenpox_like(60)}
+    out = {}
+    for name, file in (("england_covid", "england_covid.json"), ("twitter_tennis", "twitter_tennis_rg17.json")):
+        if (PYG_DATA / file).is_file():
+            out[name] = _ingest(name, {"format": "pyg-temporal-json", "path": str(PYG_DATA / file)})
+        else:
+            print(f"  ({name}: {PYG_DATA / file} absent, skipped)")
+    out["chickenpox-like"] = chickenpox_like()
+    return out
+
+
+def operators_per_snapshot(tr, epoch: int) -> float:
+    """aten operator calls (nested included) of one training epoch, per training snapshot."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        tr.train_epoch(epoch)
+    calls = sum(1 for e in prof.events() if e.name.startswith("aten::"))
+    return calls / max(1, len(tr.split.train))
+
+
+def run_rung(path, model: str, rung: str, epochs: int, threads: int) -> dict:
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    from .pyg_baseline import PygFeeder
+
+    strategy, opts = RUNGS[rung]
+    model_opts = {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
+    cfg = TrainConfig.of(**model_opts, strategy=strategy, task="regress", sequence="carry", epochs=epochs,
+                         patience=epochs, warmup_epochs=1, hidden=32, lr=0.01, threads=threads, **opts)
+    tr = Trainer(path, cfg, progress=False)
+    if rung == "pyg":
+        tr.strategy.feeder = PygFeeder(tr.store, "cpu")
+    try:
+        metrics, _ = tr.fit()
+        after = metrics[metrics["epoch"] >= (2 if rung == "frames" else 1)]
+        epoch_s = statistics.median(after["train_seconds"])
+        ops = operators_per_snapshot(tr, epochs)
+    finally:
+        tr.strategy.close()
+    out = {"epoch_s": epoch_s, "per_snapshot_s": epoch_s / max(1, len(tr.split.train)), "ops": ops,
+           "test_mse": float(metrics["test_mse"].iloc[-1]), "snapshots": len(tr.split.train)}
+    if "frame_size" in metrics:
+        out["frame_size"] = int(metrics["frame_size"].iloc[-1])
+    return out
+
+
+def _wanted(env: str, names) -> list:
+    words = [w.strip() for w in os.environ.get(env, "").split(",") if w.strip()]
+    return [n for n in names if not words or any(w in n for w in words)]
+
+
+def main() -> dict:
+    smoke = os.environ.get("DYNAGNN_BENCH_PYGT_SMOKE") == "1"
+    epochs = 3 if smoke else int(os.environ.get("DYNAGNN_BENCH_PYGT_EPOCHS", 4))
+    threads = int(os.environ.get("DYNAGNN_BENCH_THREADS", 1))
+    models = ("tgcn_x",) if smoke else tuple(_wanted("DYNAGNN_BENCH_PYGT_MODELS", MODELS))
+    data = datasets(smoke)
+    data = {k: data[k] for k in _wanted("DYNAGNN_BENCH_PYGT_DATASETS", list(data))}
+    print(f"\n== PyG Temporal's loop (sequence carry, one step per epoch): {epochs} epochs (the first, and frames' "
+          f"profiling epoch, left out), {threads} thread(s), hidden 32")
+    print(f"  {'data':<18s} {'model':<12s} {'rung':<11s} {'s/epoch':>8s} {'ms/snap':>8s} {'ops/snap':>9s} "
+          f"{'test MSE':>9s} {'vs PyG-T':>9s}")
+    results = {}
+    for label, path in data.items():
+        for model in models:
+            res = {rung: run_rung(path, model, rung, epochs, threads) for rung in RUNGS}
+            results[(label, model)] = res
+            base = res["pyg"]["epoch_s"]
+            for rung, r in res.items():
+                extra = f"  (S = {r['frame_size']})" if "frame_size" in r else ""
+                print(f"  {label:<18s} {model:<12s} {rung:<11s} {r['epoch_s']:8.3f} {1e3 * r['per_snapshot_s']:8.3f} "
+                      f"{r['ops']:9.0f} {r['test_mse']:9.4f} {base / r['epoch_s']:8.2f}x{extra}", flush=True)
+    if results:
+        best = [min(r["sequential"]["epoch_s"], r["frames"]["epoch_s"]) for r in results.values()]
+        ratios = [r["pyg"]["epoch_s"] / b for r, b in zip(results.values(), best)]
+        print(f"  dynagnn's best rung over the PyG-T rung: min {min(ratios):.2f}x, median "
+              f"{statistics.median(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} model x dataset cases "
+              "(aim: >= 2x everywhere)")
+    return {f"{k[0]}/{k[1]}": v for k, v in results.items()}
+
+
+if __name__ == "__main__":
+    main()
