@@ -13,6 +13,8 @@ from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer
 from dynagnn.train.transfer import SnapshotFeeder
 
+from tests.conftest import DEVICES
+
 from .conftest import small_store
 
 MODELS = ["tgcn", "gcrn", "evolvegcn_o", "mpnn_lstm", "wdgcn", "cdgcn", "tmgcn"]
@@ -155,25 +157,28 @@ def test_what_carry_cannot_do_is_refused_in_one_line(stores, kw, message):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model", ["tgcn", "evolvegcn_o", "mpnn_lstm", "gcrn"])
 @pytest.mark.parametrize("S,reuse,pipeline,k,step", [(4, "on", "on", None, "epoch"), (3, "off", "off", None, "epoch"),
                                                       (4, "on", "off", 5, "tbptt"), (2, "off", "on", 5, "epoch")])
-def test_frames_carry_the_sequence_as_sequential(stores, model, S, reuse, pipeline, k, step):
+def test_frames_carry_the_sequence_as_sequential(stores, model, S, reuse, pipeline, k, step, device):
     """PiPAD's frames over the carried sequence (S consecutive snapshots of each piece, reuse and the
     pipeline on or off) train and evaluate as sequential in the same mode; then again in epoch 2
-    (the reuse cache full, the carried state reset)."""
-    kw = {"tbptt": k, "step": step}
+    (the reuse cache full, the carried state reset). On cuda both run on the GPU."""
+    kw = {"tbptt": k, "step": step, "device": device}
     seq = trainer(stores["regress"], model, **kw)
     frames = trainer(stores["regress"], model, strategy="frames", frame_size=S, frame_reuse=reuse,
                      pipeline=pipeline, **kw)
     for epoch in (0, 1):
         got = [frames.train_epoch(epoch), frames.evaluate(frames.split.val), frames.evaluate(frames.split.test)]
         ref = [seq.train_epoch(epoch), seq.evaluate(seq.split.val), seq.evaluate(seq.split.test)]
-        assert got[0] == pytest.approx(ref[0], rel=1e-5)
+        rel = 1e-5 if device == "cpu" else 1e-4   # cuSPARSE sums a frame in another order (docs/gpu.md)
+        assert got[0] == pytest.approx(ref[0], rel=rel)
         for g, r in zip(got[1:], ref[1:]):
-            assert g == pytest.approx(r, rel=1e-5)
+            assert g == pytest.approx(r, rel=rel)
         for p, r in zip(frames.run.parameters(), seq.run.parameters()):
-            torch.testing.assert_close(p.detach(), r.detach(), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(p.detach(), r.detach(), rtol=1e-5 if device == "cpu" else 1e-4,
+                                       atol=1e-6 if device == "cpu" else 1e-5)
     assert frames.strategy.engine.tuner.frame_size == S
     frames.strategy.close()
 
