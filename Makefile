@@ -7,8 +7,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The CPU wheel of torch that this project's machines carry; override for a CUDA build, e.g.
-#   make TORCH='torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128' run
+# The CPU wheel of torch that this project's machines carry; override for a CUDA build (the local
+# version, +cu128, is what replaces an installed +cpu build; remove the stamp so that install runs), e.g.
+#   rm -f .venv/.dynagnn-installed; make TORCH='torch==2.13.0+cu128 --index-url https://download.pytorch.org/whl/cu128' install
 TORCH ?= torch==2.13.0
 CORES ?= 2
 # test processes of `make test` (pytest-xdist): auto, one per core
@@ -61,11 +62,12 @@ GPU_BUNDLE ?= .gpu-bundle
 gpu-bundle: install
 	$(PY) tools/gpu_bundle.py download --dest "$(GPU_BUNDLE)"
 
+ifeq ($(BUNDLE),)
+gpu-check: install
+	PYTHONUNBUFFERED=1 $(PY) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS)
+else
 gpu-check:
-	@if [ -n "$(BUNDLE)" ]; then \
-	  $(GPU_PYTHON) tools/gpu_bundle.py install --bundle "$(BUNDLE)" --target "$(GPU_SITE)" && \
-	  PYTHONPATH="$(CURDIR)/src:$(CURDIR):$(GPU_SITE)" PYTHONUNBUFFERED=1 \
-	    $(GPU_PYTHON) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS); \
-	else \
-	  $(MAKE) install && PYTHONUNBUFFERED=1 $(PY) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS); \
-	fi
+	$(GPU_PYTHON) tools/gpu_bundle.py install --bundle "$(BUNDLE)" --target "$(GPU_SITE)"
+	PYTHONPATH="$(CURDIR)/src:$(CURDIR):$(GPU_SITE)" PYTHONUNBUFFERED=1 \
+	  $(GPU_PYTHON) -m benchmarks.gpu_check --out "$(GPU_CHECK_OUT)" $(GPU_CHECK_ARGS)
+endif

@@ -151,3 +151,31 @@ def _user_error(ctx, comm):
 def test_a_user_error_in_a_worker_is_raised_as_itself():
     with pytest.raises(ConfigError, match="bad option on rank 1"):
         run_on(2, _user_error, timeout=30)
+
+
+def _grads(ctx, comm):
+    a, b, c = (torch.nn.Parameter(torch.zeros(3)) for _ in range(3))
+    if ctx.rank == 0:
+        a.grad = torch.tensor([1.0, 2.0, 3.0])
+    c.grad = torch.full((3,), float(ctx.rank + 1))
+    comm.all_reduce_grads([a, b, c])
+    return [None if p.grad is None else p.grad.tolist() for p in (a, b, c)]
+
+
+def test_all_reduce_grads_sums_and_leaves_none_where_no_worker_has_one():
+    """A gradient one worker lacks counts as zero; a parameter no worker has a gradient for keeps
+    none on every worker (Adam then skips it, as one process would)."""
+    for got in run_on(2, _grads):
+        assert got == [[1.0, 2.0, 3.0], None, [3.0, 3.0, 3.0]]
+
+
+@pytest.mark.parametrize("device,ppw,local,gpus,expect", [
+    ("cpu", 1, 2, 0, "gloo"), ("cuda:0", 1, 2, 2, "nccl"), ("cuda:0", 1, 1, 1, "nccl"),
+    ("cuda:0", 1, 2, 1, "gloo"),   # two workers on one GPU: nccl refuses two ranks on one device
+    ("cuda:0", 2, 2, 4, "gloo"),   # BLAD's co-located pair shares a GPU
+])
+def test_nccl_only_where_every_local_worker_has_its_own_gpu(monkeypatch, device, ppw, local, gpus, expect):
+    from dynagnn.distributed.launch import backend_on
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    assert backend_on(torch.device(device), ppw, local) == expect

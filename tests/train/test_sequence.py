@@ -144,6 +144,28 @@ def test_auto_carries_on_pyg_temporal_regress_stores_only(stores):
     assert trainer(stores["regress"], "tgcn", sequence="auto").run.sequence == "window"   # a synthetic store
 
 
+@pytest.fixture(scope="module")
+def pyg_store(tmp_path_factory):
+    from pathlib import Path
+
+    from dynagnn.data.ingest import ingest
+
+    path = tmp_path_factory.mktemp("pyg") / "chickenpox.zarr"
+    fixture = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "pyg_chickenpox.json"
+    ingest({"format": "pyg-temporal-json", "path": str(fixture)}, path)
+    return path
+
+
+def test_a_pyg_temporal_regress_store_carries_by_default_and_refuses_what_carry_cannot(pyg_store):
+    tr = Trainer(pyg_store, TrainConfig.of(model="tgcn", hidden=4, epochs=1), progress=False)
+    assert tr.run.sequence == "carry" and tr.step_ends() == [tr.run.train_ends]
+    with pytest.raises(ConfigError, match=r"sequence carry \(auto: a regress task on a pyg-temporal-json store\) "
+                                          "with checkpoint_blocks > 1"):
+        Trainer(pyg_store, TrainConfig.of(model="tgcn", hidden=4, checkpoint_blocks=2), progress=False)
+    assert Trainer(pyg_store, TrainConfig.of(model="tgcn", hidden=4, sequence="window", window=1, checkpoint_blocks=2),
+                   progress=False).run.sequence == "window"
+
+
 @pytest.mark.parametrize("kw,message", [
     ({"checkpoint_blocks": 2}, "bound the memory with tbptt instead"),
     ({"step": "tbptt"}, "step: tbptt needs tbptt: k"),

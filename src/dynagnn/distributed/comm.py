@@ -137,7 +137,7 @@ class Comm:
             return t
         with self._timed():
             if self._staged(t):
-                host = t.cpu()
+                host = _host(t)
                 dist.all_reduce(host, op=dist.ReduceOp.SUM, group=self.group)
                 t.copy_(host)
             else:
@@ -172,7 +172,7 @@ class Comm:
             return t
         with self._timed():
             if self._staged(t):
-                host = t.cpu()
+                host = _host(t)
                 dist.broadcast(host, src, group=self.group)
                 t.copy_(host)
             else:
@@ -183,7 +183,7 @@ class Comm:
 
     def send(self, t: torch.Tensor, dst: int, name: str = "send") -> None:
         with section("communication"):
-            dist.send(t.cpu() if self._staged(t) else t.contiguous(), dst, group=self.group)
+            dist.send(_host(t) if self._staged(t) else t.contiguous(), dst, group=self.group)
         self.count(name, t.numel() * t.element_size())
 
     def recv(self, t: torch.Tensor, src: int, name: str = "recv", phase: str = "communication") -> torch.Tensor:
@@ -204,7 +204,7 @@ class Comm:
         send before they receive would wait on each other."""
         with section("communication"):
             if self._staged(t):
-                host = t.cpu()
+                host = _host(t)
                 work = _HoldingWork(dist.isend(host, dst, group=self.group), host)
             else:
                 work = dist.isend(t, dst, group=self.group)
@@ -247,7 +247,7 @@ class Comm:
             return x.clone()
         x = x.contiguous()
         staged = self._staged(x)
-        src = x.cpu() if staged else x
+        src = _host(x) if staged else x
         out = src.new_empty((sum(recv_counts), *x.shape[1:]))
         with self._timed():
             dist.all_to_all_single(out, src, recv_counts, send_counts, group=self.group)
@@ -275,6 +275,12 @@ class Comm:
         """Every worker's rows [counts[r], F] concatenated in rank order [sum(counts), F], on every
         worker; the backward pass sums each worker's gradient of a rank's rows onto that rank."""
         return _GatherRows.apply(x, self, tuple(int(c) for c in counts), name)
+
+
+def _host(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous host copy of a CUDA tensor (``.cpu()`` keeps a transposed tensor's strides, which
+    gloo refuses)."""
+    return t.detach().cpu().contiguous()
 
 
 class _HoldingWork:

@@ -448,7 +448,7 @@ def gpu_check_rows(path: str | Path) -> tuple[pd.DataFrame, str]:
         env = data["environment"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"not a gpu-check result (benchmarks/gpu_check.py's gpu-check.json): {exc}", path) from None
-    if env.get("device") != "cuda":
+    if env.get("device") != "cuda" or data.get("tiny"):   # a dry run, or tiny stores: no evidence
         return rows.iloc[:0], str(env.get("device", "cpu"))
     return rows, f"cuda ({env.get('gpu', 'GPU')})"
 

@@ -233,7 +233,9 @@ class FrameEngine:
         self.cache = None
         if self.reuse:
             entry = self.N * self.F * 4
-            slots = max(int(0.5 * self.memory_bytes // max(entry, 1)), 4 * int(window))
+            # at least four frames in flight; a frame spans at most 16 snapshots (PiPAD's cap), so a
+            # carried sequence (window = the whole sequence) does not make every snapshot resident
+            slots = max(int(0.5 * self.memory_bytes // max(entry, 1)), 4 * min(int(window), 16))
             self.cache = ReuseCache(self.T, self.N, self.F, self.device, slots)
         self.prefetch = Prefetcher(self._prepare, enabled=pipeline is not False, device=self.device, timer=timer)
         self.pipeline_decided = pipeline != "auto"

@@ -237,14 +237,18 @@ class Strategy:
             raise ConfigError("step: tbptt needs tbptt: k, the snapshots per optimiser step (1: a step per snapshot)")
 
     def check_sequence(self, store) -> None:
-        """ConfigError for options of sequence mode that the resolved mode cannot use (a step per tbptt
-        piece with windows)."""
+        """ConfigError for options that the resolved sequence mode cannot use: a step per tbptt piece
+        with windows, checkpoint blocks with a carried sequence."""
         o = self.options
-        if getattr(o, "step", "epoch") == "tbptt":
-            task = infer_task(store) if self.config.task == "auto" else self.config.task
-            if resolve_sequence(o, task, store) != "carry":
-                raise ConfigError("step: tbptt steps the optimiser per tbptt piece of a carried sequence; it needs "
-                                  "sequence: carry (or auto on a pyg-temporal-json regress store)")
+        task = infer_task(store) if self.config.task == "auto" else self.config.task
+        carry = resolve_sequence(o, task, store) == "carry"
+        if getattr(o, "step", "epoch") == "tbptt" and not carry:
+            raise ConfigError("step: tbptt steps the optimiser per tbptt piece of a carried sequence; it needs "
+                              "sequence: carry (or auto on a pyg-temporal-json regress store)")
+        if carry and getattr(o, "checkpoint_blocks", 1) > 1:
+            raise ConfigError(f"sequence carry{' (auto: a regress task on a pyg-temporal-json store)' if o.sequence == 'auto' else ''} "
+                              "with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; in carry mode "
+                              "bound the memory with tbptt instead")
 
     def start_epoch(self, epoch: int) -> None:
         """Before the training steps of ``epoch`` (default nothing)."""

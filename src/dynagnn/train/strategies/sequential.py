@@ -48,9 +48,6 @@ class Sequential(Strategy):
             raise ConfigError(f"the sequential strategy runs on 1 worker, not {workers}: use "
                               "--strategy vertex or snapshot for several")
         o = self.options
-        if o.sequence == "carry" and o.checkpoint_blocks > 1:
-            raise ConfigError("sequence carry with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; "
-                              "in carry mode bound the memory with tbptt instead")
         self.check_sequence(store)
 
     def setup(self, run: Run) -> None:

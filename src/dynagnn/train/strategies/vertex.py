@@ -140,9 +140,6 @@ class VertexPartition(Strategy):
         if self.options.partitioner not in PARTITIONERS:
             raise ConfigError(f"partitioner {self.options.partitioner!r}: the vertex strategy splits by one of "
                               f"{', '.join(PARTITIONERS)}")
-        if self.options.sequence == "carry" and self.options.checkpoint_blocks > 1:
-            raise ConfigError("sequence carry with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; "
-                              "in carry mode bound the memory with tbptt instead")
         self.check_sequence(store)
 
     def setup(self, run: Run) -> None:
