@@ -22,7 +22,7 @@ from tests.conftest import DEVICES
 from .conftest import small_store
 
 WINDOW = 8
-MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm"]
+MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn"]
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_pipeline_auto_is_chosen_with_the_frame_size(store, faster):
 
 
 def test_state_reading_models_get_no_reuse_and_stay_exact(store, caplog):
-    tr = trainer(store, "gcrn")
+    tr = trainer(store, "tgcn")   # "xh": its first aggregation reads [X ‖ H]
     ref = one_step(tr.run, tr.strategy)
     with caplog.at_level(logging.INFO, logger="dynagnn.train.frame_engine"):
         s = frames_on(tr.run, frame_size=4)

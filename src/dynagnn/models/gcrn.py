@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from dynagnn.timing import section
+
 from .base import DynamicGNN, State
 from .layers import GCNLayer
 
@@ -35,12 +37,41 @@ class GCRN(DynamicGNN):
     def initial_state(self, num_nodes: int, device: torch.device | str = "cpu") -> State:
         return self.zero_state(num_nodes, device)
 
-    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+    @property
+    def first_aggregation_reads_x(self) -> bool:
+        return True   # conv_x aggregates X_t alone: Â_t X_t is PiPAD's to reuse
+
+    def frame_needs(self) -> set[str]:
+        return {"ax", "adjs"}
+
+    def frame_forward(self, frame, state: State):
+        """The frame's S steps with the X convolutions batched (PiPAD's parallel GNN): ``Â X W_x + b``
+        of every snapshot is one GEMM on the (reused) ``Â X`` [S·N, F]; a step keeps its two
+        aggregations of the state (``Â H [W_hz ‖ W_hr]`` and ``Â (r ⊙ H) W_hh``)."""
         (h,) = state
-        xz, xr, xh = self.conv_x(adj, x).chunk(3, dim=1)
+        s, n, hd = frame.size, frame.num_nodes, self.hidden_dim
+        with section("nn_op"):
+            # one tensor per step (unbind): a step's slice of a frame-wide tensor would cost a
+            # frame-wide zero gradient in the backward pass, S times
+            px = torch.addmm(self.conv_x.bias, frame.ax.reshape(s * n, -1), self.conv_x.weight)
+            px = px.view(s, n, 3 * hd).unbind(0)
+        hs = []
+        with section("rnn"):
+            for i in range(s):
+                h = self._gates(frame.adjacency(i), px[i], h)
+                hs.append(h)
+        return hs, (h,)
+
+    def _gates(self, adj, px: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """The GRU of one step from ``px`` = Â X W_x + b [N, 3H] and the state H."""
+        xz, xr, xh = px.chunk(3, dim=1)
         hz, hr = self.conv_h(adj, h).chunk(2, dim=1)
         z = torch.sigmoid(xz + hz)
         r = torch.sigmoid(xr + hr)
         h_tilde = torch.tanh(xh + self.conv_hh(adj, r * h))
-        h = z * h + (1 - z) * h_tilde
+        return z * h + (1 - z) * h_tilde
+
+    def step(self, adj, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        (h,) = state
+        h = self._gates(adj, self.conv_x(adj, x), h)
         return h, (h,)
