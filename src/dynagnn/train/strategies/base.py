@@ -41,8 +41,8 @@ builds its own run and evaluates it:
 
 Sequence mode ``carry`` (:class:`~dynagnn.train.options.SequenceMode`; the run's ``sequence``): a
 strategy that serves it implements ``run_sequence(ts, state) -> (embeddings, state)`` over consecutive
-snapshots and calls :meth:`Strategy.backward_sequence` and :meth:`Strategy.evaluate_sequence`; the
-base keeps the carried state (:meth:`Strategy.state_before`) and cuts the steps
+snapshots and calls :meth:`Strategy.backward_sequence` in its step; the base evaluates
+(:meth:`Strategy.evaluate_sequence`), keeps the carried state (:meth:`Strategy.state_before`) and cuts the steps
 (:meth:`Strategy.steps`).
 """
 
@@ -233,30 +233,38 @@ class Strategy:
         self.run = run
         self.carry = run.sequence == "carry"
         self._carried = None
-        if self.carry and getattr(self.options, "step", "epoch") == "tbptt" and not getattr(self.options, "tbptt", None):
-            raise ConfigError("step: tbptt needs tbptt: k, the snapshots per optimiser step (1: a step per snapshot)")
 
-    def check_sequence(self, store) -> None:
-        """ConfigError for options that the resolved sequence mode cannot use: a step per tbptt piece
-        with windows, checkpoint blocks with a carried sequence."""
+    def check_sequence(self, store) -> bool:
+        """Whether the run carries its sequence (the mode resolved for ``store``); ConfigError for
+        options that mode cannot use: a step per tbptt piece with windows or without tbptt, checkpoint
+        blocks with a carried sequence."""
         o = self.options
         task = infer_task(store) if self.config.task == "auto" else self.config.task
         carry = resolve_sequence(o, task, store) == "carry"
-        if getattr(o, "step", "epoch") == "tbptt" and not carry:
+        step = getattr(o, "step", "epoch")
+        if step == "tbptt" and not carry:
             raise ConfigError("step: tbptt steps the optimiser per tbptt piece of a carried sequence; it needs "
                               "sequence: carry (or auto on a pyg-temporal-json regress store)")
+        if step == "tbptt" and not o.tbptt:
+            raise ConfigError("step: tbptt needs tbptt: k, the snapshots per optimiser step (1: a step per snapshot)")
         if carry and getattr(o, "checkpoint_blocks", 1) > 1:
-            raise ConfigError(f"sequence carry{' (auto: a regress task on a pyg-temporal-json store)' if o.sequence == 'auto' else ''} "
-                              "with checkpoint_blocks > 1: ESDG's time blocks checkpoint a window; in carry mode "
-                              "bound the memory with tbptt instead")
+            why = " (auto: a regress task on a pyg-temporal-json store)" if o.sequence == "auto" else ""
+            raise ConfigError(f"sequence carry{why} with checkpoint_blocks > 1: ESDG's time blocks checkpoint a "
+                              "window; in carry mode bound the memory with tbptt instead")
+        return carry
 
     def start_epoch(self, epoch: int) -> None:
-        """Before the training steps of ``epoch`` (default nothing)."""
+        """Before the training steps of ``epoch``: in carry mode the sequence starts again from the
+        initial state (a strategy that overrides this calls it)."""
+        self._carried = None
 
     @torch.no_grad()
     def evaluate(self, units: Sequence[int]) -> dict[str, float]:
         """Collective: the task's metrics over the windows ending at ``units``, scored on rank 0 from
-        :meth:`embed` and broadcast, so every worker takes the same early-stopping decision."""
+        :meth:`embed` and broadcast, so every worker takes the same early-stopping decision (carry
+        mode: :meth:`evaluate_sequence`)."""
+        if self.carry:
+            return self.evaluate_sequence(units)
         run = self.run
         embeddings = {t: self.embed(ts) for t, ts in zip(units, run.windows(units))}
         metrics = run.task.evaluate(run.head, embeddings) if run.ctx.is_main else None

@@ -21,8 +21,7 @@ import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.train.frame_engine import engine_for
-from dynagnn.tasks.snapshot import infer_task
-from dynagnn.train.options import Pipelining, SequenceMode, Truncation, option, resolve_sequence
+from dynagnn.train.options import Pipelining, SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 
@@ -61,10 +60,8 @@ class Frames(Strategy):
         if workers != 1:
             raise ConfigError(f"the frames strategy runs on 1 worker, not {workers} (it composes with group "
                               "inside each process)")
-        task = infer_task(store) if self.config.task == "auto" else self.config.task
-        if self.options.tbptt and resolve_sequence(self.options, task, store) != "carry":
+        if not self.check_sequence(store) and self.options.tbptt:
             raise ConfigError(f"{WHOLE_FRAMES} (tbptt cuts a carried sequence: sequence: carry)")
-        self.check_sequence(store)
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -88,7 +85,7 @@ class Frames(Strategy):
         return [r[i:i + k] for r in self._epoch_windows() for i in range(0, len(r), k)]
 
     def start_epoch(self, epoch: int) -> None:
-        self._carried = None
+        super().start_epoch(epoch)
         self.engine.start_epoch(self._epoch_windows())
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor:
@@ -101,9 +98,6 @@ class Frames(Strategy):
 
     def run_sequence(self, ts: Sequence[int], state) -> tuple[list[torch.Tensor], tuple]:
         return self.engine.forward(ts, state)
-
-    def evaluate(self, units: Sequence[int]) -> dict[str, float]:
-        return self.evaluate_sequence(units) if self.carry else super().evaluate(units)
 
     def _trial_step(self, ts: Sequence[int]) -> None:
         """The tuner's trial of a range: one window's training step (:meth:`backward_windows` of its

@@ -65,7 +65,7 @@ class Sequential(Strategy):
         self.model = run.model
 
     def start_epoch(self, epoch: int) -> None:
-        self._carried = None
+        super().start_epoch(epoch)
         if self.prefetch is not None:
             self.prefetch.take_stats()
             steps = self.steps(self.run.train_ends, self.run.batch_windows)
@@ -99,6 +99,3 @@ class Sequential(Strategy):
             h, state = self._step(t, state)
             hs.append(h)
         return hs, state
-
-    def evaluate(self, units: Sequence[int]) -> dict[str, float]:
-        return self.evaluate_sequence(units) if self.carry else super().evaluate(units)

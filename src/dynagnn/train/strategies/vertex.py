@@ -154,6 +154,7 @@ class VertexPartition(Strategy):
         order = np.concatenate([np.flatnonzero(self.parts == q) for q in range(P)])
         self.to_global = torch.from_numpy(np.argsort(order)).to(run.device)
         self.checkpoint_blocks, self.tbptt = o.checkpoint_blocks, o.tbptt
+        self.sequence_scale = 1.0 / P   # every worker computes the full loss of a carried step
         self.adj = []
         with run.timer.phase("transfer"):
             for snap in run.host:
@@ -183,7 +184,6 @@ class VertexPartition(Strategy):
     def train_step(self, ends: Sequence[int]) -> float:
         # every worker computes the same full loss: each back-propagates 1/P of it
         if self.carry:
-            self.sequence_scale = 1.0 / self.run.ctx.world_size
             loss = self.backward_sequence(ends)
         else:
             loss = self.backward_windows(ends, 1.0 / self.run.ctx.world_size)
@@ -201,8 +201,3 @@ class VertexPartition(Strategy):
             hs.append(self._gathered(h))
         return hs, state
 
-    def start_epoch(self, epoch: int) -> None:
-        self._carried = None
-
-    def evaluate(self, units: Sequence[int]) -> dict[str, float]:
-        return self.evaluate_sequence(units) if self.carry else super().evaluate(units)
