@@ -61,8 +61,12 @@ def with_plan(store_path: Path, config, folder: Path):
     trains by one and it names none."""
     from dynagnn.distributed.launch import available_cores, under_torchrun
 
+    from dynagnn.data.store import open_store
+
     cls = config.strategy_cls
     if not cls.needs_plan or config.options.plan:
+        return config
+    if cls(config).check_sequence(open_store(store_path)):   # a carried sequence is split without a plan
         return config
     if under_torchrun():
         raise ConfigError(f"the {config.strategy} strategy under torchrun needs a plan made once for every machine: "

@@ -326,7 +326,7 @@ def test_steps_when_steps_outnumber_a_workers_groups():
     from dynagnn.train.strategies.group import GroupPipeline
 
     s = GroupPipeline.__new__(GroupPipeline)
-    s.order = [[2, 3, 4], [5, 6]]
+    s.order, s.carry = [[2, 3, 4], [5, 6]], False
     s.run = SimpleNamespace(ctx=SimpleNamespace(is_main=False))
     steps = s.steps([2, 3, 4, 5, 6], 1)
     assert sorted(g for st in steps for g in st) == [2, 3, 4, 5, 6]

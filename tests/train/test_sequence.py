@@ -170,12 +170,12 @@ def test_a_pyg_temporal_regress_store_carries_by_default_and_refuses_what_carry_
     ({"checkpoint_blocks": 2}, "bound the memory with tbptt instead"),
     ({"step": "tbptt"}, "step: tbptt needs tbptt: k"),
     ({"sequence": "window", "step": "tbptt", "tbptt": 2}, "it needs sequence: carry"),
-    ({"strategy": "snapshot"}, "sequence"),
+    ({"strategy": "snapshot", "model": "wdgcn", "sequence": "window", "tbptt": 2}, "tbptt cuts a carried sequence"),
     ({"strategy": "frames", "sequence": "window", "tbptt": 2}, "tbptt cuts a carried sequence"),
 ])
 def test_what_carry_cannot_do_is_refused_in_one_line(stores, kw, message):
     with pytest.raises(ConfigError, match=message) as err:
-        trainer(stores["regress"], "tgcn", **kw)
+        trainer(stores["regress"], **{"model": "tgcn", **kw})
     assert "\n" not in str(err.value)
 
 
@@ -217,9 +217,9 @@ def test_frames_tune_s_on_pieces_of_the_sequence(stores):
     assert m["frame_size"].iloc[-1] >= 1 and m["tuning_s"].iloc[0] > 0
 
 
-def _vertex_epochs(ctx, comm, store, model, kw):
+def _worker_epochs(ctx, comm, store, model, strategy, kw):
     cfg = TrainConfig.of(**{"model": model, "hidden": 5, "epochs": 1, "lr": 0.01, "sequence": "carry",
-                            "strategy": "vertex", "workers": ctx.world_size, "partitioner": "hash", **kw})
+                            "strategy": strategy, "workers": ctx.world_size, **kw})
     tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
     out = []
     for epoch in (0, 1):
@@ -229,22 +229,104 @@ def _vertex_epochs(ctx, comm, store, model, kw):
     return out
 
 
-@pytest.mark.parametrize("model,kw", [("gcrn", {}), ("evolvegcn_o", {"tbptt": 4, "step": "tbptt"}),
-                                      ("mpnn_lstm", {"tbptt": 3})])
-def test_vertex_workers_carry_the_sequence_as_sequential(stores, model, kw):
-    """Two gloo workers, each carrying its vertices' rows (halo exchange per snapshot), train and
-    evaluate as sequential in the same mode, over two epochs."""
-    from dynagnn.distributed.testing import run_on
-
-    seq = trainer(stores["regress"], model, **kw)
+def sequential_epochs(store, model, kw):
+    seq = trainer(store, model, **kw)
     ref = []
     for epoch in (0, 1):
         loss = seq.train_epoch(epoch)
         ref.append((loss, seq.evaluate(seq.split.val), seq.evaluate(seq.split.test),
                     [p.detach().clone() for p in seq.run.parameters()]))
-    for rank_out in run_on(2, _vertex_epochs, stores["regress"], model, kw, timeout=300):
-        for (loss, val, test, params), (rloss, rval, rtest, rparams) in zip(rank_out, ref):
-            assert loss == pytest.approx(rloss, rel=1e-5)
-            assert val == pytest.approx(rval, rel=1e-5) and test == pytest.approx(rtest, rel=1e-5)
-            for p, r in zip(params, rparams):
-                torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
+    return ref
+
+
+def assert_epochs_equal(got, ref):
+    for (loss, val, test, params), (rloss, rval, rtest, rparams) in zip(got, ref, strict=True):
+        assert loss == pytest.approx(rloss, rel=1e-5)
+        assert val == pytest.approx(rval, rel=1e-5) and test == pytest.approx(rtest, rel=1e-5)
+        for p, r in zip(params, rparams):
+            torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("strategy,model,kw", [
+    ("vertex", "gcrn", {"partitioner": "hash"}),
+    ("vertex", "evolvegcn_o", {"partitioner": "hash", "tbptt": 4, "step": "tbptt"}),
+    ("vertex", "mpnn_lstm", {"partitioner": "hash", "tbptt": 3}),
+    ("snapshot", "mpnn_lstm", {}),
+    ("snapshot", "evolvegcn_o", {"tbptt": 3}),
+    ("snapshot", "wdgcn", {"tbptt": 4, "step": "tbptt"}),
+])
+def test_two_workers_carry_the_sequence_as_sequential(stores, strategy, model, kw):
+    """Two gloo workers train and evaluate as sequential in the same mode, over two epochs: vertex,
+    each worker carrying its vertices' rows (halo exchange per snapshot); snapshot, each piece's
+    snapshots split between the workers, each carrying its vertices' rows of the temporal state
+    (EvolveGCN-O: both carry the weight chain), the tbptt pieces 3 and 4 long, and the last piece
+    shorter than a worker's share."""
+    from dynagnn.distributed.testing import run_on
+
+    ref = sequential_epochs(stores["regress"], model, {k: v for k, v in kw.items() if k != "partitioner"})
+    for rank_out in run_on(2, _worker_epochs, stores["regress"], model, strategy, kw, timeout=300):
+        assert_epochs_equal(rank_out, ref)
+
+
+@pytest.mark.parametrize("model,kw", [("tmgcn", {}), ("evolvegcn_o", {"tbptt": 4, "step": "tbptt"}),
+                                      ("cdgcn", {"tbptt": 5})])
+def test_one_snapshot_worker_carries_the_sequence_as_sequential(stores, model, kw):
+    """The snapshot strategy on one worker (no exchange) in carry mode equals sequential."""
+    tr = trainer(stores["link"], model, strategy="snapshot", **kw)
+    got = []
+    for epoch in (0, 1):
+        loss = tr.train_epoch(epoch)
+        got.append((loss, tr.evaluate(tr.split.val), tr.evaluate(tr.split.test),
+                    [p.detach().clone() for p in tr.run.parameters()]))
+    assert_epochs_equal(got, sequential_epochs(stores["link"], model, kw))
+
+
+@pytest.mark.parametrize("strategy,model,kw", [
+    ("group", "tgcn", {"tbptt": 3}),
+    ("group", "evolvegcn_o", {}),
+    ("blad_even", "mpnn_lstm", {"tbptt": 4, "step": "tbptt"}),
+    ("blad_nm", "gcrn", {"tbptt": 1, "step": "tbptt"}),
+    ("group", "wdgcn", {"tbptt": 5}),
+])
+def test_group_pair_carries_the_sequence_as_sequential(stores, strategy, model, kw):
+    """BLAD's two processes over the carried sequence: p1 runs the first part of each tbptt piece (the
+    whole sequence without tbptt; the whole piece when it is one snapshot), hands the state to p2,
+    which hands the end state back before its backward; loss, gradients and evaluation equal
+    sequential's over two epochs, on both processes."""
+    from dynagnn.distributed.testing import run_on
+
+    ref = sequential_epochs(stores["regress"], model, kw)
+    results = run_on(1, _worker_epochs, stores["regress"], model, strategy, kw, procs_per_worker=2, timeout=300)
+    assert len(results) == 2
+    for rank_out in results:
+        assert_epochs_equal(rank_out, ref)
+
+
+def test_group_splits_each_piece_by_its_cost(stores):
+    """p1's share of a piece halves its predicted cost (edges plus vertices), at least one snapshot
+    each; blad_even halves the count."""
+    from dynagnn.train.strategies.group import BladEven, GroupPipeline
+
+    g = GroupPipeline.__new__(GroupPipeline)
+    g.baseline, g.cost = False, np.array([1.0, 1.0, 1.0, 9.0, 1.0, 1.0])
+    assert g._carry_split([0, 1, 2, 3, 4, 5]) == 3      # 3 | 11 is nearer even than 12 | 2
+    assert g._carry_split([3, 4]) == 1 and g._carry_split([2]) == 1
+    assert g._carry_split([0, 1, 2, 4, 5]) == 2          # cost 1 each: the middle, rounded down
+    e = BladEven.__new__(BladEven)
+    e.cost = g.cost
+    assert e._carry_split([0, 1, 2, 3, 4, 5]) == 3 and e._carry_split([0, 1, 2]) == 1
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"strategy": "group", "workers": 2}, "runs it on 1 worker"),
+    ({"strategy": "group", "plan": "plan-1.json"}, "splits each tbptt piece itself"),
+    ({"strategy": "group", "sequence": "window", "window": 3, "tbptt": 2}, "tbptt cuts a carried sequence"),
+])
+def test_group_refuses_what_a_carried_sequence_cannot_use(stores, kw, message):
+    from dynagnn.data.store import open_store
+    from dynagnn.train.run_config import TrainConfig
+
+    cfg = TrainConfig.of(**{"model": "tgcn", "hidden": 5, "sequence": "carry", **kw})
+    with pytest.raises(ConfigError, match=message) as err:
+        cfg.strategy_cls(cfg).check(None, open_store(stores["regress"]), cfg.workers)
+    assert "\n" not in str(err.value)

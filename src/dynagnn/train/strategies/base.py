@@ -367,15 +367,9 @@ class Strategy:
         ``weight``, and one backward through the piece: (the summed loss, the state after ``ts``)."""
         run = self.run
         hs, state = self.run_sequence(ts, state)
-        total, outs, grads = 0.0, [], []
-        for t, h in zip(ts, hs):
-            loss, grad = head_backward(run, h, t, weight, self.sequence_scale)
-            if not math.isfinite(loss):
-                return loss, state
-            total += loss
-            if grad is not None:
-                outs.append(h)
-                grads.append(grad)
+        total, outs, grads = head_backwards(run, ts, hs, weight, self.sequence_scale)
+        if not math.isfinite(total):
+            return total, state
         if outs:
             with run.timer.phase("backward"):
                 torch.autograd.backward(outs, grads)
@@ -413,6 +407,23 @@ class Strategy:
                     h.backward(grad)
             total += loss
         return total
+
+
+def head_backwards(run: Run, ts: Sequence[int], hs: Sequence[torch.Tensor], weight: float,
+                   scale: float = 1.0) -> tuple[float, list[torch.Tensor], list[torch.Tensor]]:
+    """:func:`head_backward` of each embedding of ``hs`` at its snapshot of ``ts``: (the summed loss,
+    the embeddings whose loss reads them, their gradients), to back-propagate through the model in one
+    call. Stops at the first non-finite loss, which is then the sum."""
+    total, outs, grads = 0.0, [], []
+    for t, h in zip(ts, hs):
+        loss, grad = head_backward(run, h, t, weight, scale)
+        if not math.isfinite(loss):
+            return loss, outs, grads
+        total += loss
+        if grad is not None:
+            outs.append(h)
+            grads.append(grad)
+    return total, outs, grads
 
 
 def head_backward(run: Run, h: torch.Tensor, t: int, weight: float = 1.0, scale: float = 1.0,

@@ -40,6 +40,18 @@ Baselines: ``blad_nm`` (balanced, no reordering), ``blad_even`` (the plan's even
 Operator order: the plan's flag for a process's layer flips its commuting pair from the order
 ``"auto"`` resolves to (the one its durations were predicted with); the baselines keep ``"auto"``.
 
+Sequence mode ``carry`` (:class:`~dynagnn.train.options.SequenceMode`; group, blad_nm and blad_even):
+the carried sequence is one chain of states, so it runs on one worker, and BLAD's groups are the
+contiguous pieces the sequence is cut into (``tbptt`` k; the whole training sequence without it).
+p1 runs the first part of each piece from the carried state and hands the state to p2, which runs the
+rest and hands the state at the piece's end straight back (detached: the next piece's start), before
+its own losses and backward; it then sends the gradient of the received state, from which p1 runs the
+piece's deferred backward. Each process scores the snapshots it runs. So p1's forward of piece j+1
+overlaps p2's backward of piece j, and p1's deferred backward of piece j overlaps p2's forward of
+piece j+1: with tbptt only (one piece has nothing to overlap). The split is each piece's
+load-balanced one by the snapshots' predicted cost, edges plus vertices (blad_even: the middle); no
+plan is read, and the operator order stays ``"auto"``. group_frames does not carry a sequence.
+
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
 one GPU, so such jobs use gloo (:mod:`dynagnn.distributed.launch`) and hand-overs go through the channel's
@@ -67,8 +79,8 @@ from dynagnn.schedule.plan import SchedulePlan, check_run_plan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
 from dynagnn.timing import trace_segments
-from dynagnn.train.options import Options, Transfer, WindowOptions, option
-from dynagnn.train.strategies.base import Run, Strategy, head_backward
+from dynagnn.train.options import Options, SequenceMode, Transfer, Truncation, WindowOptions, option
+from dynagnn.train.strategies.base import Run, Strategy, head_backward, head_backwards
 from dynagnn.train.strategies.frames import FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
 
@@ -96,13 +108,14 @@ class ReplanOptions(PlanOptions):
 
 
 @dataclass(frozen=True)
-class GroupOptions(ReplanOptions, Transfer):
-    """BLAD's group strategy: its plan, the re-plan, and how snapshots are fed."""
+class GroupOptions(ReplanOptions, Transfer, SequenceMode, Truncation):
+    """BLAD's group strategy: its plan, the re-plan, how snapshots are fed, and the sequence mode
+    (tbptt cuts a carried sequence into the pieces p1 and p2 split)."""
 
 
 @dataclass(frozen=True)
-class BladEvenOptions(PlanOptions, Transfer):
-    """BLAD-Even: the plan's even baseline, never re-planned."""
+class BladEvenOptions(PlanOptions, Transfer, SequenceMode, Truncation):
+    """BLAD-Even: the plan's even baseline, never re-planned; the sequence mode."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,7 @@ class GroupPipeline(Strategy):
     figure = "compare"
     procs_per_worker = 2
     needs_plan = True
-    refuses = {"checkpoint_blocks": ONE_WINDOW_TWO_PROCESSES, "tbptt": ONE_WINDOW_TWO_PROCESSES}
+    refuses = {"checkpoint_blocks": ONE_WINDOW_TWO_PROCESSES}
     baseline = False  # the plan's even baseline (groups and splits) instead of its balanced plan
     reorder = True  # set the plan's operator order
     replan_measured = True  # after an early epoch, re-plan from measured times (option replan)
@@ -131,7 +144,18 @@ class GroupPipeline(Strategy):
     def check(self, model, store, workers):
         """The window and the whole plan, before any process starts (in the launcher of a job of
         several): its dataset, model, store, workers, window, training windows, splits and operator
-        order."""
+        order. Sequence mode carry: one worker, no plan."""
+        if self.check_sequence(store):
+            if workers != 1:
+                raise ConfigError(f"sequence carry is one chain of states: the {self.name} strategy runs it on 1 "
+                                  f"worker (its two processes), not {workers}; use --strategy vertex or snapshot "
+                                  "to spread a carried sequence over workers")
+            if self.options.plan:
+                raise ConfigError(f"plan: in sequence carry the {self.name} strategy splits each tbptt piece itself "
+                                  "(a plan's groups are windows); drop plan")
+            return
+        if getattr(self.options, "tbptt", None):
+            raise ConfigError(f"{ONE_WINDOW_TWO_PROCESSES} (tbptt cuts a carried sequence: sequence: carry)")
         if int(self.config.window) < 2:
             raise ConfigError(f"the {self.name} strategy splits each group (window) between 2 processes: "
                               f"window {self.config.window} is too short, use at least 2")
@@ -180,19 +204,23 @@ class GroupPipeline(Strategy):
                               f"this job has {ctx.procs_per_worker}")
         self.local = Sequential(run.config, WindowOptions(transfer=getattr(self.options, "transfer", "full")))
         self.local.setup(run)
-        self.plan = self._plan(run)
-        self._follow(self.plan, self.baseline)
         self.p1 = ctx.rank % self.procs_per_worker == 0
         self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1
-        # p1 prepares the loss's inputs (negative sampling), which need no model, while it would
-        # otherwise wait for p2: the loss side is most of p2's work on a link task
-        self.prepares = run.task.prepares_inputs
+        if self.carry:   # each process scores its own snapshots; the split is each piece's (_carry_split)
+            self.plan, self.prepares = None, False
+            self.cost = np.array([snap.keys.size + run.num_nodes for snap in run.host], dtype=np.float64)
+        else:
+            self.plan = self._plan(run)
+            self._follow(self.plan, self.baseline)
+            # p1 prepares the loss's inputs (negative sampling), which need no model, while it would
+            # otherwise wait for p2: the loss side is most of p2's work on a link task
+            self.prepares = run.task.prepares_inputs
         self._state_layout(run)
         self.channel = PairChannel.open(run.comm, self.partner, self.p1, self._ring_bytes() if self.p1 else 0,
                                         device=run.device)
         self._set_orders(run)
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
-        self.replan = self.replan_measured and self.options.replan
+        self.replan = self.replan_measured and self.options.replan and not self.carry
         self.replanned: SchedulePlan | None = None
         self._measured = _Measured()
         # the epoch whose times the re-plan takes: the second (the first warms caches and the
@@ -256,7 +284,7 @@ class GroupPipeline(Strategy):
 
     def _set_orders(self, run: Run) -> None:
         layers = find_gcn_layers(run.model)
-        ops = self.plan.operators
+        ops = self.plan.operators if self.plan is not None else None
         if not self.reorder or ops is None:
             return
         flags = np.asarray(ops.update_first)[run.ctx.worker, run.ctx.rank % self.procs_per_worker]
@@ -300,6 +328,8 @@ class GroupPipeline(Strategy):
         room a wrap can waste)."""
         run = self.run
         state = message_bytes((max(self.numel, math.prod(self.h_shape)), self.dtype))
+        if self.carry:   # p2 to p1: the end state and the gradient of a piece, the next piece's end state
+            return 4 * state
         if not self.prepares:
             return (self.depth + 1) * state
         numel = max((run.task.loss_inputs_numel(t) for t in run.train_ends if self.owner[t] == run.ctx.worker),
@@ -317,6 +347,8 @@ class GroupPipeline(Strategy):
     # ------------------------------------------------------------------ the step
 
     def steps(self, ends: Sequence[int], batch_windows: int) -> list[list[int]]:
+        if self.carry:
+            return super().steps(ends, batch_windows)
         ends = list(ends)
         n_steps = max(1, math.ceil(len(ends) / int(batch_windows)))
         mine = set(int(t) for t in ends)
@@ -335,6 +367,12 @@ class GroupPipeline(Strategy):
 
     def train_step(self, ends: Sequence[int]) -> float:
         run = self.run
+        if self.carry:
+            total = self._carry_head(ends) if self.p1 else self._carry_tail(ends)
+            run.comm.all_reduce_grads(run.parameters())
+            loss = torch.tensor([total], dtype=torch.float64)
+            run.comm.all_reduce(loss, "loss")
+            return float(loss.item())
         unknown = [int(t) for t in ends if int(t) not in self.owner]
         if unknown:
             raise ConfigError(f"windows ending at {unknown[:5]} are not in the plan")
@@ -451,17 +489,113 @@ class GroupPipeline(Strategy):
         if self._measured.on:
             self._replan()
         self._measured.on = False  # measured once
+        out = {"overlap_share": float(np.mean(shares))}
         plan = self.replanned or self.plan  # what the next epoch follows, and predicts for itself
-        summary = plan.summary()
-        return {"overlap_share": float(np.mean(shares)),
-                "planned_epoch_s": summary["baseline_epoch_time" if self.baseline else "epoch_time"]}
+        if plan is not None:
+            out["planned_epoch_s"] = plan.summary()["baseline_epoch_time" if self.baseline else "epoch_time"]
+        return out
 
     def start_epoch(self, epoch: int) -> None:
+        super().start_epoch(epoch)
         self._measured.on = self.replan and self.replanned is None and epoch == self.measure_epoch
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
         return self.local.embed(ts) if self.run.ctx.is_main else None
+
+    # ------------------------------------------------------------------ sequence mode carry
+
+    def _carry_split(self, piece: Sequence[int]) -> int:
+        """How many of ``piece``'s snapshots p1 runs: the point that halves their predicted cost (edges
+        plus vertices: the aggregation and the dense operators), at least one each; blad_even: the
+        middle. A piece of one snapshot is p1's alone."""
+        n = len(piece)
+        if n < 2:
+            return n
+        if self.baseline:
+            return n // 2
+        cum = np.cumsum(self.cost[list(piece)])
+        return int(np.argmin(np.abs(2 * cum[:-1] - cum[-1]))) + 1
+
+    def _pieces(self, ends: Sequence[int]) -> list[list[int]]:
+        ends = list(ends)
+        if ends != list(range(ends[0], ends[0] + len(ends))):
+            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
+        k = self.options.tbptt or len(ends)
+        return [ends[i:i + k] for i in range(0, len(ends), k)]
+
+    def _carry_head(self, ends: Sequence[int]) -> float:
+        """p1: the first part of each piece from the carried state, its losses, the state to p2, the
+        previous piece's deferred backward, then the piece's end state back from p2."""
+        run, total, pending = self.run, 0.0, None
+        weight = 1.0 / len(ends)
+        state = self.state_before(ends[0])
+        for piece in self._pieces(ends):
+            a = self._carry_split(piece)
+            hs, mid = self.local.run_sequence(piece[:a], state)
+            loss, outs, grads = head_backwards(run, piece[:a], hs, weight)
+            total += loss
+            if a == len(piece):                  # p2 has no part of it: no hand-over
+                if pending is not None:
+                    self._deferred(*pending)
+                    pending = None
+                self._backward(outs, grads)
+                state = tuple(x.detach() for x in mid)
+                continue
+            flat = self._flatten(mid)
+            self.channel.send([flat], "carry.state")
+            if pending is not None:
+                self._deferred(*pending)
+            end, = self.channel.recv("carry.end")
+            pending = (outs, grads, flat)
+            state = self._unflatten(end)
+        if pending is not None:
+            self._deferred(*pending)
+        self._carried = (ends[-1] + 1, state)
+        self.channel.flush()
+        return total
+
+    def _deferred(self, outs: list, grads: list, flat: torch.Tensor) -> None:
+        """p1: a piece's backward, from its own losses and the gradient of the state it handed over."""
+        grad, = self.channel.recv("carry.grad")
+        self._backward(outs + [flat], grads + [grad])
+
+    def _backward(self, outs: list, grads: list) -> None:
+        keep = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
+        if keep:
+            with self.run.timer.phase("backward"):
+                torch.autograd.backward([o for o, _ in keep], [g for _, g in keep])
+
+    def _carry_tail(self, ends: Sequence[int]) -> float:
+        """p2: the rest of each piece from the state p1 handed over; the end state back at once, then its
+        losses and backward, then the gradient of the received state."""
+        run, total = self.run, 0.0
+        weight = 1.0 / len(ends)
+        for piece in self._pieces(ends):
+            a = self._carry_split(piece)
+            if a == len(piece):
+                continue
+            flat, = self.channel.recv("carry.state")
+            flat.requires_grad_(True)
+            hs, end = self.local.run_sequence(piece[a:], self._unflatten(flat))
+            self.channel.send([self._flatten(end)], "carry.end")
+            loss, outs, grads = head_backwards(run, piece[a:], hs, weight)
+            total += loss
+            self._backward(outs, grads)
+            self.channel.send([flat.grad if flat.grad is not None else torch.zeros_like(flat)], "carry.grad")
+        self.channel.flush()
+        return total
+
+    def run_sequence(self, ts: Sequence[int], state) -> tuple[list[torch.Tensor], tuple]:
+        return self.local.run_sequence(ts, state)
+
+    @torch.no_grad()
+    def evaluate_sequence(self, units: Sequence[int]) -> dict[str, float]:
+        """p1 (rank 0) continues the state through the units alone, as it holds every parameter and
+        snapshot; p2 takes its metrics."""
+        if not self.p1:
+            return self.run.comm.broadcast_object(None)
+        return super().evaluate_sequence(units)
 
 
 class _Measured:
@@ -557,7 +691,8 @@ class GroupFrames(GroupPipeline):
 
     name = "group_frames"
     Options = GroupFramesOptions
-    refuses = {**GroupPipeline.refuses, "transfer": "the group_frames strategy feeds overlap-aware partitions, not "
+    refuses = {**GroupPipeline.refuses, "tbptt": ONE_WINDOW_TWO_PROCESSES,
+               "transfer": "the group_frames strategy feeds overlap-aware partitions, not "
                                                     "graph differences: set transfer full"}
 
     def setup(self, run: Run) -> None:

@@ -26,10 +26,19 @@ weight matrices, which every worker evolves itself, so a worker runs its own ite
 Models with a GCN inside the recurrence (T-GCN, GCRN) have no such seam and are refused. A worker
 may own no item of a short step (an evaluation window shorter than P): it still takes part in the
 all-to-alls, with nothing to send.
+
+Sequence mode ``carry`` (:class:`~dynagnn.train.options.SequenceMode`): each piece of the carried
+sequence (the step, or its tbptt pieces) is one window whose every item is scored. Its items are split
+as above; each worker carries its vertices' rows of every layer's temporal state from piece to piece
+(EvolveGCN-O: every worker carries the whole weight chain, evolved through every item of the piece).
+The owner of an item computes its loss, and each piece's loss is summed over the workers before the
+next piece, so that all of them stop together on a non-finite one. Evaluation gathers every item's
+embedding to rank 0.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -40,7 +49,7 @@ from dynagnn.models.base import StackedGNN
 from dynagnn.models.evolvegcn import EvolveGCNO
 from dynagnn.splits import even_sizes
 from dynagnn.timing import section
-from dynagnn.train.options import Transfer
+from dynagnn.train.options import SequenceMode, Transfer, Truncation
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
@@ -49,9 +58,15 @@ def serves(model) -> bool:
     return isinstance(model, (StackedGNN, EvolveGCNO))
 
 
+@dataclass(frozen=True)
+class SnapshotOptions(Transfer, SequenceMode, Truncation):
+    """The snapshot strategy's: how snapshots are fed, and the sequence mode (tbptt cuts a carried
+    sequence)."""
+
+
 class SnapshotPartition(Strategy):
     name = "snapshot"
-    Options = Transfer
+    Options = SnapshotOptions
     family = "window"
     models = ("stacked",)
     refuses = {"checkpoint_blocks": "the snapshot strategy does not checkpoint yet; use --strategy sequential or "
@@ -59,19 +74,26 @@ class SnapshotPartition(Strategy):
 
     def check(self, model, store, workers):
         num_nodes = store.num_nodes
-        config = self.config
         if not serves(model):
             raise ConfigError(f"snapshot strategy cannot serve {model.name}: its GCN runs inside the "
                               "recurrence, so there is no seam between the per-snapshot GCN and the "
                               "per-vertex RNN to redistribute at; use --strategy sequential or vertex "
                               "(the snapshot strategy serves wdgcn, mpnn_lstm, cdgcn, tmgcn and evolvegcn_o)")
+        if not self.check_sequence(store):
+            if self.options.tbptt:
+                raise ConfigError("the snapshot strategy scores whole windows: tbptt cuts a carried sequence "
+                                  "(sequence: carry); leave tbptt null")
+            self._check_items(workers)
+        if workers > num_nodes:
+            raise ConfigError(f"snapshot strategy: {workers} workers for {num_nodes} vertices")
+
+    def _check_items(self, workers: int) -> None:
+        config = self.config
         items = int(config.batch_windows) * int(config.window)
         if workers > items:
             raise ConfigError(f"snapshot strategy: a step holds batch_windows × window = {items} snapshots, "
                               f"fewer than the {workers} workers; raise --batch-windows or --window, or use "
                               f"at most {items} workers")
-        if workers > num_nodes:
-            raise ConfigError(f"snapshot strategy: {workers} workers for {num_nodes} vertices")
 
     def setup(self, run: Run) -> None:
         super().setup(run)
@@ -105,9 +127,11 @@ class SnapshotPartition(Strategy):
 
     # ------------------------------------------------------------------ stacked models
 
-    def _stacked(self, windows: list[list[int]]) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
-        """Forward of a step: {window index: embedding [N, H]} for the windows whose last item is
-        mine, and every output row this worker holds (to keep it in every backward pass)."""
+    def _stacked(self, windows: list[list[int]], states: list | None = None) -> tuple[list, list, torch.Tensor, list]:
+        """Forward of a step: (my items (window, snapshot), the last layer's embedding [N, H] of each,
+        every output row this worker holds (to keep it in every backward pass), each layer's temporal
+        state after the windows for my vertices' rows). ``states``: each layer's temporal state to start
+        from (carry mode: one window; default the initial state)."""
         run, m, comm = self.run, self.model, self.run.comm
         P, me = run.ctx.world_size, run.ctx.rank
         l = len(windows[0])
@@ -117,6 +141,7 @@ class SnapshotPartition(Strategy):
         n_me, N = self.vsizes[me], run.num_nodes
         inputs = [self.feeder.get(t) for _, t in mine]
         zs = [x for _, x in inputs]
+        after = []
         for layer, (S, H) in enumerate(self.widths):
             ys = [m.spatial(layer, adj, z, x) for (adj, x), z in zip(inputs, zs)]
             y = torch.stack(ys) if ys else torch.zeros(0, N, S, device=run.device)
@@ -130,8 +155,10 @@ class SnapshotPartition(Strategy):
             yv = got.view(len(items), n_me, S)
             # the windows side by side: [l, B·n_me, S]
             yv = yv.view(len(windows), l, n_me, S).transpose(0, 1).reshape(l, len(windows) * n_me, S)
+            start = m.temporal_state(layer, len(windows) * n_me, run.device) if states is None else states[layer]
             with section("rnn"):
-                zv, _ = m.temporal(layer, yv, m.temporal_state(layer, len(windows) * n_me, run.device))
+                zv, st = m.temporal(layer, yv, start)
+            after.append(st)
             zv = zv.view(l, len(windows), n_me, H).transpose(0, 1).reshape(len(items) * n_me, H)
             # redistribution 2: each item's rows of my vertices back to the item's owner
             got = comm.exchange(zv, [k * n_me for k in ksizes], [len(mine) * self.vsizes[q] for q in range(P)],
@@ -139,38 +166,42 @@ class SnapshotPartition(Strategy):
             blocks = got.split([len(mine) * self.vsizes[q] for q in range(P)])
             z = torch.cat([blk.view(len(mine), self.vsizes[q], H) for q, blk in enumerate(blocks)], dim=1)
             zs = list(z.unbind(0))
-        ends = {w: zs[i] for i, (w, t) in enumerate(mine) if t == windows[w][-1]}
-        return ends, z
+        return mine, zs, z, after
 
     # ------------------------------------------------------------------ EvolveGCN-O
 
-    def _evolve(self, windows: list[list[int]]) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+    def _evolve(self, windows: list[list[int]], start=None) -> tuple[list, list, torch.Tensor, tuple | None]:
         """EvolveGCN-O: for each window with an item of mine, the weight chain up to my last item,
-        then the GCN layers on my items alone."""
+        then the GCN layers on my items alone; as :meth:`_stacked`, with the weights after the last
+        window. ``start``: the weights to start from (carry mode: one window, evolved through all of
+        it on every worker, so that every worker carries the chain)."""
         run, m = self.run, self.model
         items = [(w, t) for w, ts in enumerate(windows) for t in ts]
         a, b, _ = self._mine(items)
-        ends, outs = {}, []
+        mine, outs, weights = items[a:b], [], None
         for w, ts in enumerate(windows):
             last = max((i for i in range(a, b) if items[i][0] == w), default=None)
-            if last is None:
+            if start is not None:
+                last = len(items) - 1
+            elif last is None:
                 continue
-            weights = m.initial_state(run.num_nodes, run.device)
+            weights = m.initial_state(run.num_nodes, run.device) if start is None else start
             for i in range(w * len(ts), last + 1):
-                t = items[i][1]
                 with section("rnn"):
                     weights = m.evolve(weights)
-                if i >= a:
-                    adj, x = self.feeder.get(t)
-                    h = m.convolve(adj, x, weights)
-                    outs.append(h)
-                    if t == ts[-1]:
-                        ends[w] = h
+                if a <= i < b:
+                    adj, x = self.feeder.get(items[i][1])
+                    outs.append(m.convolve(adj, x, weights))
         held = torch.stack(outs) if outs else torch.zeros(0, device=run.device)
-        return ends, held
+        return mine, outs, held, weights
 
-    def _forward(self, windows):
-        return self._stacked(windows) if self.stacked else self._evolve(windows)
+    def _forward(self, windows, start=None):
+        """(my items, their embeddings, the held outputs, the state after): :meth:`_stacked` or
+        :meth:`_evolve`; ``start`` is a carried state (flat, as :meth:`initial_sequence_state`)."""
+        if not self.stacked:
+            return self._evolve(windows, start)
+        mine, zs, held, after = self._stacked(windows, None if start is None else self.model.split_state(start))
+        return mine, zs, held, tuple(s for st in after for s in st)
 
     def _to_rank0(self, ends: dict, num_items: int) -> torch.Tensor | None:
         """The one window's embedding, sent by the owner of its last item to rank 0 (evaluation)."""
@@ -188,28 +219,67 @@ class SnapshotPartition(Strategy):
         return None
 
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
-        ends, _ = self._forward([list(ts)])
+        mine, zs, _, _ = self._forward([list(ts)])
+        ends = {w: z for (w, t), z in zip(mine, zs) if t == ts[-1]}
         if not self.run.ctx.distributed:
             return ends[0]
         return self._to_rank0(ends, len(ts))
 
-    def train_step(self, ends: Sequence[int]) -> float:
+    def _backward_held(self, scored: list[tuple[int, torch.Tensor]], held: torch.Tensor, weight: float) -> float:
+        """The losses of ``scored`` (target snapshot, embedding) times ``weight``, and one backward call
+        through the all-to-alls (every worker joins it, after the heads' parts): this worker's loss."""
         run = self.run
-        windows = run.windows(ends)
-        embeddings, held = self._forward(windows)
-        # one backward call through the all-to-alls (every worker joins it), after the heads' parts
         outputs, grads, local = [held.sum() * 0.0], [None], 0.0
-        for w, h in embeddings.items():
-            loss, grad = head_backward(run, h, ends[w], 1.0 / len(ends))
+        for t, h in scored:
+            loss, grad = head_backward(run, h, t, weight)
             local += loss
             if grad is not None:
                 outputs.append(h)
                 grads.append(grad)
-        value = torch.tensor(local)
         if outputs[0].requires_grad or len(outputs) > 1:  # none only for EvolveGCN-O on a worker without items
             with run.timer.phase("backward"):
                 torch.autograd.backward([o for o in outputs if o.requires_grad],
                                         [g for o, g in zip(outputs, grads) if o.requires_grad])
-        run.comm.all_reduce(value, "loss")
+        return local
+
+    def train_step(self, ends: Sequence[int]) -> float:
+        run = self.run
+        if self.carry:
+            loss = self.backward_sequence(ends)   # each piece's loss summed over the workers already
+        else:
+            mine, zs, held, _ = self._forward(run.windows(ends))
+            windows = run.windows(ends)
+            scored = [(ends[w], z) for (w, t), z in zip(mine, zs) if t == windows[w][-1]]
+            value = torch.tensor(self._backward_held(scored, held, 1.0 / len(ends)))
+            loss = float(run.comm.all_reduce(value, "loss"))
         run.comm.all_reduce_grads(run.parameters())
-        return float(value)
+        return loss
+
+    # ------------------------------------------------------------------ sequence mode carry
+
+    def initial_sequence_state(self) -> tuple:
+        """EvolveGCN-O: the initial weights (every worker carries them); a stacked model: every layer's
+        temporal state for my vertices' rows."""
+        run, m = self.run, self.model
+        if not self.stacked:
+            return m.initial_state(run.num_nodes, run.device)
+        n_me = self.vsizes[run.ctx.rank]
+        return tuple(s for layer in range(m.num_layers) for s in m.temporal_state(layer, n_me, run.device))
+
+    def backward_piece(self, ts: Sequence[int], state: tuple, weight: float) -> tuple[float, tuple]:
+        mine, zs, held, state = self._forward([list(ts)], state)
+        value = torch.tensor(self._backward_held([(t, z) for (_, t), z in zip(mine, zs)], held, weight))
+        return float(self.run.comm.all_reduce(value, "loss")), state
+
+    def run_sequence(self, ts: Sequence[int], state: tuple) -> tuple[list, tuple]:
+        """Every embedding of ``ts`` on rank 0 (gathered from the items' owners; None elsewhere), the
+        state after them."""
+        run = self.run
+        mine, zs, _, state = self._forward([list(ts)], state)
+        if not run.ctx.distributed:
+            return zs, state
+        N, H = run.num_nodes, self.model.out_dim
+        mine_rows = torch.stack(zs).reshape(len(zs), N * H) if zs else torch.zeros(0, N * H, device=run.device)
+        every = run.comm.gather_rows(mine_rows, self._mine([(0, t) for t in ts])[2], "embedding")
+        hs = list(every.view(len(ts), N, H).unbind(0)) if run.ctx.is_main else [None] * len(ts)
+        return hs, state
