@@ -34,7 +34,8 @@ from .common import bench_dir
 
 MODELS = ("tgcn_x", "gcrn", "evolvegcn_o", "mpnn_lstm")
 RUNGS = {"pyg": ("sequential", {}), "sequential": ("sequential", {}),
-         "frames": ("frames", {"frame_reuse": "on", "pipeline": "off"})}
+         "frames": ("frames", {"frame_reuse": "on", "pipeline": "off"}),
+         "frames_s1": ("frames", {"frame_size": 1, "frame_reuse": "on", "pipeline": "off"})}
 
 
 def chickenpox_like(num_snapshots: int = 500, num_nodes: int = 20, lags: int = 4, seed: int = 0):

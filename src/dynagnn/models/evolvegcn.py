@@ -162,7 +162,10 @@ class EvolveGCNO(_EvolveGCN):
         """The frame with each layer's weight chain evolved at once: -O's recurrence reads no graph
         and no feature, so the S weights of a layer are one fused matrix-GRU chain
         (:class:`_MatGRUChain`: two GEMMs and the gate arithmetic per step, one autograd node per
-        frame), then the S convolutions as in :meth:`_EvolveGCN.frame_forward`."""
+        frame), then the S convolutions as in :meth:`_EvolveGCN.frame_forward`. A frame of one runs the
+        cells themselves: the chain's hand-written backward pays only over several steps."""
+        if frame.size == 1:
+            return super().frame_forward(frame, state)
         z, new_state = None, []
         for layer, cell in zip(self.layers, self.cells):
             with section("rnn"):

@@ -71,6 +71,8 @@ class MPNNLSTM(StackedGNN):
     def temporal_frame(self, layer, ys, state):
         # LSTM1 over the whole frame first (it does not read LSTM2), then LSTM2 on its outputs: each
         # with its input projection as one GEMM over the frame
+        if ys.shape[0] == 1:   # one step: the cells themselves (ATen's sequence LSTM pays over several)
+            return self.temporal(layer, ys, state)
         a, c1, b, c2 = state
         h2 = 2 * self.hidden_dim
         aa, (a, c1) = lstm_frame(self.lstm1, ys[..., :h2], (a, c1))

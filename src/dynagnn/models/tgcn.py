@@ -64,9 +64,15 @@ class TGCN(DynamicGNN):
             r, u = g.chunk(2, dim=1)
             c = torch.tanh(self.cand(adj, torch.cat([x, r * h], dim=1)))
         else:
-            u = torch.sigmoid(self.lin_u(torch.cat([self.gcn_u(adj, x), h], dim=1)))
-            r = torch.sigmoid(self.lin_r(torch.cat([self.gcn_r(adj, x), h], dim=1)))
-            c = torch.tanh(self.lin_c(torch.cat([self.gcn_c(adj, x), r * h], dim=1)))
+            return self._x_step(self.gcn_u(adj, x), self.gcn_r(adj, x), self.gcn_c(adj, x), h)
+        h = u * h + (1 - u) * c
+        return h, (h,)
+
+    def _x_step(self, gu: torch.Tensor, gr: torch.Tensor, gc: torch.Tensor, h: torch.Tensor):
+        """``"x"``'s GRU from the three graph convolutions GCN_*(X_t) and H_{t-1}."""
+        u = torch.sigmoid(self.lin_u(torch.cat([gu, h], dim=1)))
+        r = torch.sigmoid(self.lin_r(torch.cat([gr, h], dim=1)))
+        c = torch.tanh(self.lin_c(torch.cat([gc, r * h], dim=1)))
         h = u * h + (1 - u) * c
         return h, (h,)
 
@@ -111,6 +117,14 @@ class TGCN(DynamicGNN):
             return hs, (h,)
         lins = (self.lin_u, self.lin_r, self.lin_c)
         gcns = (self.gcn_u, self.gcn_r, self.gcn_c)
+        if s == 1:
+            # a frame of one: the step itself on the reused Â X (folding the weights and the fused
+            # recurrence pay only over several steps; on one they cost more than they save)
+            with section("nn_op"):
+                g = [torch.addmm(gcn.bias, frame.ax[0], gcn.weight) for gcn in gcns]
+            with section("rnn"):
+                h, _ = self._x_step(*g, h)
+            return [h], (h,)
         ax = frame.ax.reshape(s * n, -1)
         with section("nn_op"):
             # GCN_*(ÂX) followed by the X half of lin_*, folded into one [F, H] map per gate; u and r

@@ -154,13 +154,13 @@ class ReuseCache:
     def view(self, ts: Sequence[int]) -> torch.Tensor:
         """The device entries of ``ts`` (all resident) as [len(ts), N, F]: a view of the device buffer
         when their slots are consecutive, else a gathered copy."""
-        with self.lock:
-            slots = self.slot_of[np.asarray(ts)]
+        with self.lock:   # Python ints: a frame holds at most a few dozen, where numpy's calls cost more
+            slots = [int(self.slot_of[t]) for t in ts]
             self._touch(ts)
-        if (slots < 0).any():
+        if min(slots) < 0:
             raise RuntimeError(f"reuse cache: snapshots {list(ts)} are not all on the device")
-        s0 = int(slots[0])
-        if np.array_equal(slots, np.arange(s0, s0 + len(ts))):
+        s0 = slots[0]
+        if slots == list(range(s0, s0 + len(ts))):
             return self.dev[s0:s0 + len(ts)]
         return self.dev.index_select(0, torch.as_tensor(slots, device=self.device))
 
@@ -325,11 +325,14 @@ class FrameEngine:
                 self.timer.add_bytes("reuse_cache", moved)
             misses = self.cache.missing(ts)
         all_miss = bool(misses) and len(misses) == size
-        if "parts" in self.needs or (all_miss and size > 1):
+        # a frame of one aggregates with its own Â, as sequential does: a partition's degree scaling
+        # outside its matrix pays only where the matrix serves several snapshots
+        one = size == 1
+        if not one and ("parts" in self.needs or all_miss):
             frame.parts = [self._device_part(b, min(s_per, a + size - b)) for b in range(a, a + size, s_per)]
         if "x" in self.needs or misses:
             frame.x = self._features(a, size)
-        if "adjs" in self.needs:
+        if "adjs" in self.needs or (one and "parts" in self.needs):
             frame.adjs = [self._adjacency(t) for t in ts]
         elif misses and frame.parts is None:
             frame.adjs = [self._adjacency(t) if i in misses else None for i, t in enumerate(ts)]
@@ -359,7 +362,7 @@ class FrameEngine:
     def _part_keys(self, ranges: Sequence[Sequence[int]]) -> set[tuple[int, int]]:
         """(first snapshot, size) of every partition the frames of ``ranges`` are cut into."""
         return {(b, min(s_per, a + size - b)) for ts in ranges for a, size, s_per in self.frames_of(ts)
-                for b in range(a, a + size, s_per)}
+                if size > 1 for b in range(a, a + size, s_per)}
 
     def _partitions_matter(self) -> bool:
         """Whether frames ever read partition matrices: the model aggregates a frame-wide input
