@@ -222,9 +222,12 @@ def test_sequential_with_the_pipeline_is_sequential(store, model_name, device):
 
 def test_bounded_device_cache_keeps_the_frames_in_flight():
     """Fewer device slots than snapshots: entries move host -> device in the order asked, the least
-    recently used one outside ``keep`` gives up its slot, and every view holds the host values."""
+    recently used one outside ``keep`` gives up its slot, and every view holds the host values (the
+    two buffers kept apart on the CPU as on a GPU; by default a CPU's are one)."""
     T, N, F = 6, 3, 2
-    c = ReuseCache(T, N, F, torch.device("cpu"), slots=3)
+    d = ReuseCache(T, N, F, torch.device("cpu"), slots=3)
+    assert d.dev is d.host and d.identity
+    c = ReuseCache(T, N, F, torch.device("cpu"), slots=3, shared=False)
     vals = torch.arange(T * N * F, dtype=torch.float32).reshape(T, N, F)
     c.store([0, 1], vals[0:2], keep=set())
     c.store([2], vals[2:3], keep={0, 1})
@@ -252,6 +255,37 @@ def test_fused_tgcn_recurrence_gradients():
     args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
             for shape in ((S, N, 2 * H), (S, N, H), (N, H), (H, 2 * H), (H, H))]
     assert torch.autograd.gradcheck(_GRURecurrence.apply, args)
+
+
+def test_fused_gcrn_recurrence():
+    """GCRN's hand-written frame recurrence: every input's gradient checked numerically in float64 on
+    directed snapshots (the backward multiplies by Âᵀ), and its states equal to GCRN.step stepped S
+    times from the same ``Â X W_x + b``."""
+    from dynagnn.graph.csr import Adjacency, csr_matrix
+    from dynagnn.models.gcrn import GCRN, _GCRNRecurrence
+    from dynagnn.sortedkeys import row_offsets
+
+    g = torch.Generator().manual_seed(0)
+    S, N, F, H = 3, 5, 3, 2
+    adjs = []
+    for _ in range(S):
+        a = (torch.rand(N, N, generator=g) < 0.4).double() * torch.rand(N, N, generator=g, dtype=torch.float64)
+        a = a + torch.eye(N, dtype=torch.float64)
+        m = a.to_sparse_coo().coalesce()
+        r, c = m.indices()
+        adjs.append(Adjacency(csr_matrix(row_offsets(r.numpy(), N), c, m.values(), N), symmetric=False))
+    args = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True)
+            for shape in ((S, N, 3 * H), (N, H), (H, 2 * H), (H, H))]
+    assert torch.autograd.gradcheck(lambda px, h, wh, whh: _GCRNRecurrence.apply(px, h, wh, whh, adjs), args)
+    model = GCRN(F, H).double()
+    xs = torch.randn(S, N, F, generator=g, dtype=torch.float64)
+    state, ref = (args[1].detach(),), []
+    for adj, x in zip(adjs, xs):
+        h, state = model.step(adj, x, state)
+        ref.append(h)
+    px = torch.stack([model.conv_x(adj, x) for adj, x in zip(adjs, xs)])
+    got = _GCRNRecurrence.apply(px, args[1].detach(), model.conv_h.weight, model.conv_hh.weight, adjs)
+    torch.testing.assert_close(got, torch.stack(ref))
 
 
 def test_fused_evolvegcn_o_weight_chain():

@@ -74,20 +74,25 @@ class ReuseCache:
     The host holds all T (``host`` [T, N, F], pinned on a GPU); the device holds ``slots`` of them
     (``slots`` >= T: every snapshot has its own slot, and a frame's entries are a view). The producer
     calls :meth:`fetch` for the next frame, so the device cache fills in next-frame order; when full,
-    the least recently used snapshot outside the frames in flight gives up its slot.
+    the least recently used snapshot outside the frames in flight gives up its slot. On a CPU the
+    host is the device: one buffer, every snapshot in its own slot, nothing fetched or copied twice.
     Thread-safe (the producer fetches while the consumer reads and stores).
     """
 
-    def __init__(self, num_snapshots: int, num_nodes: int, dim: int, device: torch.device, slots: int):
+    def __init__(self, num_snapshots: int, num_nodes: int, dim: int, device: torch.device, slots: int,
+                 shared: bool | None = None):
+        """``shared``: the device buffer is the host's (default: on a CPU; False keeps the two apart,
+        as on a GPU)."""
         self.T, self.device = int(num_snapshots), torch.device(device)
         self.gpu = self.device.type == "cuda"
         self.host = torch.zeros(self.T, num_nodes, dim)
         if self.gpu:
             self.host = self.host.pin_memory()
         self.filled = np.zeros(self.T, dtype=bool)
-        self.slots = max(1, min(int(slots), self.T))
+        self.shared = self.device.type == "cpu" if shared is None else bool(shared)
+        self.slots = self.T if self.shared else max(1, min(int(slots), self.T))
         self.identity = self.slots >= self.T
-        self.dev = torch.zeros(self.slots, num_nodes, dim, device=self.device)
+        self.dev = self.host if self.shared else torch.zeros(self.slots, num_nodes, dim, device=self.device)
         self.slot_of = np.arange(self.T) if self.identity else np.full(self.T, -1)
         self.resident = np.zeros(self.T, dtype=bool)
         self.owner = np.full(self.slots, -1)
@@ -144,9 +149,12 @@ class ReuseCache:
         with self.lock:
             host = values.detach().to("cpu")
             for i, t in enumerate(ts):
-                self.host[t].copy_(host[i])
                 s = self._slot(t, keep | set(ts))
+                # .data: writing another snapshot's slot must not bump the version of a view that
+                # autograd saved for an earlier frame (that slot is untouched)
                 self.dev.data[s].copy_(values[i].detach())
+                if not self.shared:
+                    self.host[t].copy_(host[i])
                 self.filled[t] = True
                 self.resident[t] = True
             self._touch(ts)
