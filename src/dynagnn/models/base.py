@@ -59,6 +59,8 @@ class Frame:
                 # split, not z[a:b] per partition (see PartitionGraph.aggregate)
                 zs = torch.split(z, [p.size for p in self.parts])
                 return torch.cat([p.aggregate(zi) for p, zi in zip(self.parts, zs)])
+            if self.size == 1:   # views, not a stack of an unbind: a frame of one costs one product
+                return csr.aggregate(self.adjs[0], z.squeeze(0)).unsqueeze(0)
             return torch.stack([csr.aggregate(adj, zi) for adj, zi in zip(self.adjs, z.unbind(0))])
 
     def aggregate_each(self, zs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -127,6 +127,8 @@ class ReuseCache:
     def fetch(self, ts: Sequence[int], keep: set[int]) -> int:
         """Bring the computed entries of ``ts`` to the device (the producer's job); ``keep``: snapshots
         whose slots must not be given up (the frames in flight). Returns the bytes moved."""
+        if self.shared:   # the host is the device: nothing to move, no slot to give up
+            return 0
         moved = 0
         with self.lock:
             for t in ts:
@@ -162,9 +164,12 @@ class ReuseCache:
     def view(self, ts: Sequence[int]) -> torch.Tensor:
         """The device entries of ``ts`` (all resident) as [len(ts), N, F]: a view of the device buffer
         when their slots are consecutive, else a gathered copy."""
-        with self.lock:   # Python ints: a frame holds at most a few dozen, where numpy's calls cost more
-            slots = [int(self.slot_of[t]) for t in ts]
-            self._touch(ts)
+        if self.shared:
+            slots = [int(t) if self.filled[t] else -1 for t in ts]
+        else:
+            with self.lock:   # Python ints: a frame holds at most a few dozen, where numpy's calls cost more
+                slots = [int(self.slot_of[t]) for t in ts]
+                self._touch(ts)
         if min(slots) < 0:
             raise RuntimeError(f"reuse cache: snapshots {list(ts)} are not all on the device")
         s0 = slots[0]
