@@ -127,6 +127,10 @@ ONE_WINDOW_TWO_PROCESSES = ("BLAD's group strategies split each window between t
                             "checkpoint_blocks 1 and no tbptt with them (or --strategy sequential)")
 
 
+NO_CARRY = ("group_frames trains windows only; for a carried sequence use frames (PiPAD's frames over it) or group "
+            "(BLAD's pair over its tbptt pieces)")
+
+
 class GroupPipeline(Strategy):
     """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
 
@@ -691,7 +695,7 @@ class GroupFrames(GroupPipeline):
 
     name = "group_frames"
     Options = GroupFramesOptions
-    refuses = {**GroupPipeline.refuses, "tbptt": ONE_WINDOW_TWO_PROCESSES,
+    refuses = {**GroupPipeline.refuses, "tbptt": ONE_WINDOW_TWO_PROCESSES, "sequence": NO_CARRY, "step": NO_CARRY,
                "transfer": "the group_frames strategy feeds overlap-aware partitions, not "
                                                     "graph differences: set transfer full"}
 
