@@ -322,7 +322,6 @@ def test_group_splits_each_piece_by_its_cost(stores):
 
 @pytest.mark.parametrize("kw,message", [
     ({"strategy": "group", "workers": 2}, "runs it on 1 worker"),
-    ({"strategy": "group", "plan": "plan-1.json"}, "splits each tbptt piece itself"),
     ({"strategy": "group", "sequence": "window", "window": 3, "tbptt": 2}, "tbptt cuts a carried sequence"),
 ])
 def test_group_refuses_what_a_carried_sequence_cannot_use(stores, kw, message):
@@ -333,3 +332,15 @@ def test_group_refuses_what_a_carried_sequence_cannot_use(stores, kw, message):
     with pytest.raises(ConfigError, match=message) as err:
         cfg.strategy_cls(cfg).check(None, open_store(stores["regress"]), cfg.workers)
     assert "\n" not in str(err.value)
+
+
+def test_group_leaves_a_given_plan_unread_in_carry(stores, caplog):
+    """The workflow passes a plan to every BLAD run: in carry mode the check passes and says, in the log,
+    that the plan is not read (the file is never opened)."""
+    from dynagnn.data.store import open_store
+    from dynagnn.train.run_config import TrainConfig
+
+    cfg = TrainConfig.of(model="tgcn", hidden=5, sequence="carry", strategy="group", plan="no-such-plan.json")
+    with caplog.at_level("WARNING"):
+        cfg.strategy_cls(cfg).check(None, open_store(stores["regress"]), 1)
+    assert "plan no-such-plan.json is not read in sequence carry" in caplog.text

@@ -50,12 +50,14 @@ class GCRN(DynamicGNN):
         of every snapshot is one GEMM on the (reused) ``Â X`` [S·N, F]; a step keeps its two
         aggregations of the state (``Â H [W_hz ‖ W_hr]`` and ``Â (r ⊙ H) W_hh``), and the S steps are
         one fused recurrence (:class:`_GCRNRecurrence`: one autograd node per frame, the hidden
-        weights' gradients one GEMM each over the frame). A frame of one, or snapshots whose
-        aggregation is not the plain product, run the steps one by one."""
+        weights' gradients one GEMM each over the frame), which aggregates first. A frame of one,
+        snapshots whose aggregation is not the plain product, or a hidden filter set to update first
+        (BLAD's planned operator order) run the steps one by one."""
         (h,) = state
         s, n, hd = frame.size, frame.num_nodes, self.hidden_dim
         adjs = [frame.adjacency(i) for i in range(s)] if frame.adjs is not None else None
-        fused = s > 1 and adjs is not None and all(type(a) is csr.Adjacency for a in adjs)
+        fused = (s > 1 and adjs is not None and all(type(a) is csr.Adjacency for a in adjs)
+                 and all(c.resolved_order() == "aggregate_first" for c in (self.conv_h, self.conv_hh)))
         with section("nn_op"):
             px = torch.addmm(self.conv_x.bias, frame.ax.reshape(s * n, -1), self.conv_x.weight)
             px = px.view(s, n, 3 * hd)

@@ -339,8 +339,13 @@ class Strategy:
         state = self.initial_sequence_state()
         if t0 > 0:
             with torch.no_grad():
-                _, state = self.run_sequence(list(range(t0)), state)
+                state = self.advance(list(range(t0)), state)
         return state
+
+    def advance(self, ts: Sequence[int], state: tuple) -> tuple:
+        """The state after the consecutive snapshots ``ts`` from ``state`` (:meth:`run_sequence`'s,
+        its embeddings dropped; a strategy that moves them to score them overrides this)."""
+        return self.run_sequence(ts, state)[1]
 
     def backward_sequence(self, ends: Sequence[int]) -> float:
         """Carry mode's step over the consecutive snapshots ``ends``, the state carried in: each

@@ -48,9 +48,11 @@ rest and hands the state at the piece's end straight back (detached: the next pi
 its own losses and backward; it then sends the gradient of the received state, from which p1 runs the
 piece's deferred backward. Each process scores the snapshots it runs. So p1's forward of piece j+1
 overlaps p2's backward of piece j, and p1's deferred backward of piece j overlaps p2's forward of
-piece j+1: with tbptt only (one piece has nothing to overlap). The split is each piece's
-load-balanced one by the snapshots' predicted cost, edges plus vertices (blad_even: the middle); no
-plan is read, and the operator order stays ``"auto"``. group_frames does not carry a sequence.
+piece j+1: with tbptt and ``step`` "epoch" only (one piece has nothing to overlap, and a step per
+piece ends in the gradient all-reduce; with tbptt 1 every piece is p1's alone). The split is each
+piece's load-balanced one by the snapshots' predicted cost, edges plus vertices (blad_even: the
+middle); a plan given (the workflow passes one to every BLAD run) is not read, with a log line, and the
+operator order stays ``"auto"``. group_frames does not carry a sequence.
 
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
@@ -155,8 +157,8 @@ class GroupPipeline(Strategy):
                                   f"worker (its two processes), not {workers}; use --strategy vertex or snapshot "
                                   "to spread a carried sequence over workers")
             if self.options.plan:
-                raise ConfigError(f"plan: in sequence carry the {self.name} strategy splits each tbptt piece itself "
-                                  "(a plan's groups are windows); drop plan")
+                log.warning("%s: plan %s is not read in sequence carry: the strategy splits each tbptt piece "
+                            "itself (a plan's groups are windows)", self.name, self.options.plan)
             return
         if getattr(self.options, "tbptt", None):
             raise ConfigError(f"{ONE_WINDOW_TWO_PROCESSES} (tbptt cuts a carried sequence: sequence: carry)")

@@ -272,14 +272,23 @@ class SnapshotPartition(Strategy):
         return float(self.run.comm.all_reduce(value, "loss")), state
 
     def run_sequence(self, ts: Sequence[int], state: tuple) -> tuple[list, tuple]:
-        """Every embedding of ``ts`` on rank 0 (gathered from the items' owners; None elsewhere), the
-        state after them."""
-        run = self.run
+        """Every embedding of ``ts`` on rank 0 (sent by the items' owners; None elsewhere), the state
+        after them."""
+        run, comm = self.run, self.run.comm
         mine, zs, _, state = self._forward([list(ts)], state)
         if not run.ctx.distributed:
             return zs, state
-        N, H = run.num_nodes, self.model.out_dim
-        mine_rows = torch.stack(zs).reshape(len(zs), N * H) if zs else torch.zeros(0, N * H, device=run.device)
-        every = run.comm.gather_rows(mine_rows, self._mine([(0, t) for t in ts])[2], "embedding")
-        hs = list(every.view(len(ts), N, H).unbind(0)) if run.ctx.is_main else [None] * len(ts)
-        return hs, state
+        if run.ctx.rank != 0:
+            if zs:
+                comm.send(torch.stack(zs).contiguous(), 0, "embedding")
+            return [None] * len(ts), state
+        sizes = self._mine([(0, t) for t in ts])[2]
+        parts = [torch.stack(zs)] if zs else []       # the items' ranges come in rank order, rank 0's first
+        for q in range(1, run.ctx.world_size):
+            if sizes[q]:
+                parts.append(comm.recv(torch.empty(sizes[q], run.num_nodes, self.model.out_dim,
+                                                   device=run.device), q, "embedding"))
+        return list(torch.cat(parts).unbind(0)), state
+
+    def advance(self, ts: Sequence[int], state: tuple) -> tuple:
+        return self._forward([list(ts)], state)[3]
