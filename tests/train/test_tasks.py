@@ -86,11 +86,11 @@ def test_link_positives_and_negatives(link_store):
     expected = sorted({(int(r), int(c)) for r, c in zip(row, col) if r < c})
     pos = task.positives(3)
     assert [(int(k // n), int(k % n)) for k in pos] == expected
-    keys, neg = task.eval_pairs(3)
+    keys, src, neg, kind = task.eval_pairs(3)
     edges = set(zip(row.tolist(), col.tolist()))
-    src = (keys // n)[:, None].repeat(4, 1)
+    np.testing.assert_array_equal(src, (keys // n)[:, None].repeat(4, 1))
     assert all((int(u), int(v)) not in edges and u != v for u, v in zip(src.ravel(), neg.ravel()))
-    assert task.eval_pairs(3)[1] is neg  # fixed for the run
+    assert kind.all() and task.eval_pairs(3)[2] is neg  # fixed for the run
     # what the group strategy sizes its hand-over ring by, without sampling: the prepared inputs' size
     for ratio in (1, 3):
         t_ = LinkPrediction(store, seed=3, neg_ratio=ratio)
@@ -105,7 +105,7 @@ def test_link_loss_and_metrics_match_plain(link_store):
     h = torch.randn(store.num_nodes, 5)
     head = LinkPredictor(5)
     n = store.num_nodes
-    pos, neg = task.eval_pairs(2)
+    pos, _, neg, _ = task.eval_pairs(2)
     u = torch.from_numpy(pos // n)
     sp = head(h, torch.stack([u, torch.from_numpy(pos % n)])).detach().numpy()
     sn = head(h, torch.stack([u.repeat_interleave(3), torch.from_numpy(neg.ravel())])).detach().numpy().reshape(-1, 3)
@@ -151,3 +151,78 @@ def test_regression(regress_store):
     y = torch.from_numpy(store.labels()[1])
     assert got["mse"] == pytest.approx(float(((pred - y) ** 2).mean()), rel=1e-5)
     assert got["mae"] == pytest.approx(float((pred - y).abs().mean()), rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["historical", "inductive"])
+def test_snapshot_link_negatives_are_of_their_kind(tmp_path, kind):
+    """The snapshot link task's historical and inductive negatives on a hand-built directed store:
+    historical ones are edges of an earlier snapshot absent from the target snapshot; inductive ones
+    are also first seen after the unit's observed period (training for validation, validation for
+    test). Every negative is of its kind where the pool is large enough, which the metrics report as
+    ``negatives_of_kind``; AP and AUC are taken on one negative per positive, and MRR is not (NaN)."""
+    from dynagnn.data.store import write_store
+    from dynagnn.data import discretize as D
+    from dynagnn.data.types import RawGraph, SnapshotList
+    from dynagnn.tasks.snapshot import Split
+
+    N, T = 12, 8
+    rng = np.random.default_rng(0)
+    rows, cols = [], []
+    for s in range(T):   # 12 random edges per snapshot over 12 vertices: many recur, many are new
+        r, c = rng.integers(0, N, 12), rng.integers(0, N, 12)
+        keep = r != c
+        rows.append(r[keep])
+        cols.append(c[keep])
+    raw = RawGraph(num_nodes=N, node_ids=np.arange(N), snapshots=SnapshotList(rows, cols, None, np.arange(T)),
+                   directed=True, name="hand")
+    store = open_store(write_store(tmp_path / "hand.zarr", raw, D.build_snapshots(raw, by="source", directed=True),
+                                   np.eye(N, dtype=np.float32), spec={"test": "hand"}))
+    task = LinkPrediction(store, seed=1, negative_kind=kind)
+    split = Split([0, 1, 2, 3], [4, 5], [6])
+    task.observe_split(split)
+    keys = [{(int(a), int(b)) for a, b in zip(*store.edges(s)[:2])} for s in range(T)]
+    for t in split.val + split.test:
+        pos, src, dst, of_kind = task.eval_pairs(t)
+        assert src.shape == dst.shape == (pos.shape[0], 1)
+        target = keys[t + 1]
+        earlier = set().union(*keys[:t + 1])
+        if kind == "inductive":
+            observed = max(split.train) + 1 if t in split.val else max(split.val) + 1
+            earlier -= set().union(*keys[:observed + 1])
+        pool = earlier - target
+        for (u, v), ok in zip(zip(src.ravel().tolist(), dst.ravel().tolist()), of_kind.ravel()):
+            assert ((u, v) in pool) == bool(ok)
+        assert of_kind.sum() == min(len(pool), pos.shape[0])    # never random while the pool lasts
+    h = torch.randn(N, 4)
+    got = task.evaluate(LinkPredictor(4), {t: h for t in split.val})
+    drawn = [task.eval_pairs(t)[3] for t in split.val]
+    assert got["negatives_of_kind"] == pytest.approx(np.concatenate(drawn).mean())
+    assert np.isnan(got["mrr"]) and 0 <= got["ap"] <= 1
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "frames"])
+def test_a_run_evaluates_on_historical_negatives(link_store, strategy):
+    """eval_negative_kind reaches the snapshot link task through any snapshot strategy: the metrics
+    carry negatives_of_kind and no MRR, and the validation AUC is the task's own on the same
+    negatives (the two strategies agree to float tolerance)."""
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    cfg = TrainConfig.of(model="tgcn", strategy=strategy, hidden=4, window=2, epochs=1, eval_negative_kind="historical")
+    tr = Trainer(link_store, cfg, progress=False)
+    assert tr.run.task.negative_kind == "historical"
+    tr.train_epoch(0)
+    val = tr.evaluate(tr.split.val)
+    assert np.isnan(val["mrr"]) and 0 < val["negatives_of_kind"] <= 1
+    ref = Trainer(link_store, TrainConfig.of(model="tgcn", hidden=4, window=2, epochs=1,
+                                             eval_negative_kind="historical"), progress=False)
+    ref.train_epoch(0)
+    assert ref.evaluate(ref.split.val)["auc"] == pytest.approx(val["auc"], rel=1e-5)
+
+
+def test_historical_negatives_refused_for_another_task(regress_store):
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    with pytest.raises(ConfigError, match="eval_negative_kind historical: the link task's evaluation negatives; "
+                                          "this run's task is regress") as err:
+        Trainer(regress_store, TrainConfig.of(model="tgcn", hidden=4, eval_negative_kind="historical"), progress=False)
+    assert "\n" not in str(err.value)

@@ -25,9 +25,9 @@ Edges are directed (src, dst) keys ``src * N + dst``; the stream's distinct edge
 the time each was first seen, so the edges seen by a time are a prefix and each batch costs one pass
 over them.
 
-Users: :class:`dynagnn.tasks.events.EventLinkTask` (the event models' validation and test batches,
-option ``eval_negative_kind``); next, the snapshot link task (history = the union of the earlier
-snapshots' edges). It sits in ``tasks/`` beside the metrics it feeds and imports only
+Users: :class:`dynagnn.tasks.events.EventLinkTask` (the event models' validation and test batches)
+and :class:`dynagnn.tasks.snapshot.LinkPrediction` (the snapshot link task: an edge's time is its
+snapshot, and a batch is the target snapshot t+1), both by option ``eval_negative_kind``. It sits in ``tasks/`` beside the metrics it feeds and imports only
 :mod:`dynagnn.sortedkeys`.
 """
 

@@ -37,6 +37,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.sortedkeys import isin_sorted
 from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
 from dynagnn.tasks import metrics as M
+from dynagnn.tasks.negatives import KINDS, EdgeHistory
 
 TASKS = ("link", "classify", "regress")
 
@@ -158,14 +159,42 @@ class LinkPrediction(Task):
     prepares_inputs = True  # the negative sampling
 
     def __init__(self, store, seed: int = 0, neg_ratio: int = 1, eval_negatives: int = 20,
-                 max_edges: int | None = None):
+                 max_edges: int | None = None, negative_kind: str = "random"):
         super().__init__(store, seed)
         self.neg_ratio = int(neg_ratio)
         self.eval_negatives = int(eval_negatives)
         self.max_edges = max_edges
+        if negative_kind not in KINDS:
+            raise ConfigError(f"eval_negative_kind {negative_kind!r}: expected one of {', '.join(KINDS)}")
+        self.negative_kind = negative_kind
         self._pos: dict[int, np.ndarray] = {}
         self._edges: dict[int, np.ndarray] = {}
-        self._eval: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._eval: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._history: EdgeHistory | None = None
+        self._observed_end: dict[int, int] = {}   # an evaluation unit's end of the observed period
+
+    def observe_split(self, split) -> None:
+        """The run's split of window ends, for inductive negatives: a validation unit's observed period
+        ends with the last training target snapshot, a test unit's with the last validation one (the
+        period a model was trained on, or validated on, as DyGLib's)."""
+        train_end = max(split.train) + 1 if len(split.train) else 0
+        val_end = max(split.val) + 1 if len(split.val) else train_end
+        self._observed_end = {**{int(t): train_end for t in split.val}, **{int(t): val_end for t in split.test}}
+
+    def history(self) -> EdgeHistory:
+        """Every snapshot's edges as a stream (the time of an edge: its snapshot), u < v when
+        undirected, without self-loops: what historical and inductive negatives are drawn from."""
+        if self._history is None:
+            n = np.int64(self.num_nodes)
+            src, dst, t = [], [], []
+            for s in range(self.num_snapshots):
+                row, col, _ = self.store.edges(s)
+                keep = row != col if self.store.directed else row < col
+                src.append(np.asarray(row[keep], dtype=np.int64))
+                dst.append(np.asarray(col[keep], dtype=np.int64))
+                t.append(np.full(int(keep.sum()), s, dtype=np.float64))
+            self._history = EdgeHistory(np.concatenate(src), np.concatenate(dst), np.concatenate(t), int(n))
+        return self._history
 
     def last_step(self) -> int:
         return self.num_snapshots - 2  # the window's t predicts t+1
@@ -240,38 +269,59 @@ class LinkPrediction(Task):
         inputs = (self.loss_inputs(t, epoch) if inputs is None else inputs).to(h.device)
         return F.binary_cross_entropy_with_logits(head(h, inputs[:2]), inputs[2].to(h.dtype))
 
-    def eval_pairs(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """(positive keys [P], corrupted destinations [P, K]), fixed for the run."""
+    def eval_pairs(self, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(positive keys [P], negative sources [P, K], negative destinations [P, K], whether each
+        negative is of the asked kind [P, K]), fixed for the run. Random: K = ``eval_negatives``
+        corrupted destinations of each positive's source. Historical or inductive: K = 1 negative edge
+        per positive (:meth:`EdgeHistory.sample` over the target snapshot t+1: edges of the earlier
+        snapshots absent from it; inductive, those first seen after the unit's observed period), drawn
+        from ``(seed, t)``; where too few, the rest at random, marked."""
         if t not in self._eval:
             pos = self.positives(t)
             n = np.int64(self.num_nodes)
-            rng = np.random.default_rng([self.seed, t, 2])
-            src = np.repeat(pos // n, self.eval_negatives)
-            neg = self._non_edges(rng, src, t).reshape(-1, self.eval_negatives)
-            self._eval[t] = (pos, neg)
+            if self.negative_kind == "random":
+                rng = np.random.default_rng([self.seed, t, 2])
+                src = np.repeat(pos // n, self.eval_negatives)
+                neg = self._non_edges(rng, src, t).reshape(-1, self.eval_negatives)
+                self._eval[t] = (pos, src.reshape(neg.shape), neg, np.ones(neg.shape, dtype=bool))
+            else:
+                if self.negative_kind == "inductive" and t not in self._observed_end:
+                    raise ValueError(f"inductive negatives of window {t}: the task was given no split with it "
+                                     "among the validation or test units (observe_split)")
+                rng = np.random.default_rng([self.seed, t, 2, KINDS.index(self.negative_kind)])
+                s = float(t + 1)
+                neg = self.history().sample(self.negative_kind, pos.shape[0], s, s, rng,
+                                            self._observed_end.get(t), pos // n, pos % n)
+                self._eval[t] = (pos, neg.src[:, None], neg.dst[:, None], neg.of_kind[:, None])
         return self._eval[t]
 
     @torch.no_grad()
     def evaluate(self, head, embeddings):
         pos_all, neg_all = [], []
         n = np.int64(self.num_nodes)
+        of_kind = drawn = 0
         for t, h in embeddings.items():
-            pos, neg = self.eval_pairs(t)
+            pos, neg_src, neg_dst, kind = self.eval_pairs(t)
             if pos.shape[0] == 0:
                 continue
             dev = h.device
-            u = torch.from_numpy(pos // n).to(dev)
-            s_pos = head(h, torch.stack([u, torch.from_numpy(pos % n).to(dev)]))
-            k = neg.shape[1]
-            s_neg = head(h, torch.stack([u.repeat_interleave(k), torch.from_numpy(neg.reshape(-1)).to(dev)])).reshape(-1, k)
-            pos_all.append(s_pos.cpu())
-            neg_all.append(s_neg.cpu())
-        if not pos_all:
-            return {"auc": float("nan"), "ap": float("nan"), "mrr": float("nan")}
-        sp, sn = torch.cat(pos_all).numpy(), torch.cat(neg_all).numpy()
-        scores = np.concatenate([sp, sn[:, 0]])
-        labels = np.concatenate([np.ones_like(sp), np.zeros_like(sp)])
-        return {"auc": M.auc(scores, labels), "ap": M.average_precision(scores, labels), "mrr": M.mrr(sp, sn)}
+
+            def scores(u, v):
+                return head(h, torch.stack([torch.from_numpy(u.reshape(-1)).to(dev),
+                                            torch.from_numpy(v.reshape(-1)).to(dev)]))
+            pos_all.append(scores(pos // n, pos % n).cpu())
+            neg_all.append(scores(neg_src, neg_dst).reshape(neg_dst.shape).cpu())
+            of_kind, drawn = of_kind + int(kind.sum()), drawn + kind.size
+        out = {"auc": float("nan"), "ap": float("nan"), "mrr": float("nan")}
+        if pos_all:
+            sp, sn = torch.cat(pos_all).numpy(), torch.cat(neg_all).numpy()
+            scores = np.concatenate([sp, sn[:, 0]])
+            labels = np.concatenate([np.ones_like(sp), np.zeros_like(sp)])
+            out = {"auc": M.auc(scores, labels), "ap": M.average_precision(scores, labels), "mrr": M.mrr(sp, sn)}
+        if self.negative_kind != "random":   # one negative edge per positive: no MRR to take
+            out["mrr"] = float("nan")
+            out["negatives_of_kind"] = of_kind / drawn if drawn else 1.0
+        return out
 
 
 class NodeClassification(Task):

@@ -21,6 +21,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from dynagnn.tasks.negatives import KINDS
+
 
 def option(default: Any, help: str, **schema: Any) -> Any:
     """A field of an ``Options`` dataclass: ``default``, ``help`` and the JSON-schema constraints of its
@@ -117,6 +119,18 @@ def resolve_sequence(options: Options, task: str, store) -> str:
 
 
 @dataclass(frozen=True)
-class WindowOptions(Checkpointing, Transfer, Pipelining, SequenceMode):
-    """The one-snapshot-at-a-time loop's options: checkpointing, transfer, the pipelined feed, and
-    the sequence mode."""
+class LinkNegatives(Options):
+    """The link task's evaluation negatives (the snapshot link task's and the event models')."""
+
+    eval_negative_kind: str = option(
+        "random", "link task and event models: the evaluation negatives (Poursafaei et al.; DyGLib's): random "
+        "destinations for each positive's source (AP, AUC, MRR), or one negative edge per positive drawn from the "
+        "past edges absent from its event batch's period or target snapshot (historical) or from those first seen "
+        "after training, for test after validation (inductive); AP and AUC only, the share of negatives of the "
+        "kind is the negatives_of_kind column", enum=list(KINDS))
+
+
+@dataclass(frozen=True)
+class WindowOptions(Checkpointing, Transfer, Pipelining, SequenceMode, LinkNegatives):
+    """The one-snapshot-at-a-time loop's options: checkpointing, transfer, the pipelined feed, the
+    sequence mode and the link task's evaluation negatives."""

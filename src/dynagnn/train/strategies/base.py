@@ -175,12 +175,19 @@ class Strategy:
         t0 = time.perf_counter()
         features = store.require_features()
         load_seconds = time.perf_counter() - t0
-        link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges}
+        kind = getattr(self.options, "eval_negative_kind", "random")
+        link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges,
+                     "negative_kind": kind}
         task_name = infer_task(store) if c.task == "auto" else c.task
+        if task_name != "link" and kind != "random":
+            raise ConfigError(f"eval_negative_kind {kind}: the link task's evaluation negatives; this run's task is "
+                              f"{task_name}")
         task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
         sequence = resolve_sequence(self.options, task_name, store)
         window = 1 if sequence == "carry" else c.window
         split = chronological_split(task.steps(window))
+        if task_name == "link":
+            task.observe_split(split)
         empty = task.empty_windows(split.train) if hasattr(task, "empty_windows") else []
         if empty and ctx.is_main:
             log.info("%d of %d training windows predict a snapshot with no edge (ending at %s): scored on "

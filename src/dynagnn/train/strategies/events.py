@@ -39,7 +39,7 @@ from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tg
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
 from dynagnn.tasks.events import EventLinkTask, check_events, link_metrics
-from dynagnn.train.options import Pipelining, option
+from dynagnn.train.options import LinkNegatives, Pipelining, option
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 
@@ -81,7 +81,7 @@ def memory_age_stats(src: np.ndarray, dst: np.ndarray, t: np.ndarray, start: flo
 
 
 @dataclass(frozen=True)
-class EventOptions(Pipelining):
+class EventOptions(Pipelining, LinkNegatives):
     """The event models' widths, their neighbourhood and the batches of events (and the prefetch of
     the next training batch: ``pipeline``)."""
 
@@ -94,12 +94,6 @@ class EventOptions(Pipelining):
                             "mail delivery)", type="integer", minimum=1)
     event_negatives: int = option(100, "event models: fixed negative destinations per evaluation event for MRR "
                                   "(TGB's 100; AP and AUC use the first)", type="integer", minimum=1)
-    eval_negative_kind: str = option(
-        "random", "event models: the evaluation negatives (Poursafaei et al.; DyGLib's): random destinations "
-        "for each event's source (AP, AUC, MRR), or one negative edge per event drawn from the past edges absent "
-        "from the batch's period (historical) or from those first seen after training, for test after "
-        "validation (inductive); AP and AUC only, the share of negatives of the kind is the "
-        "negatives_of_kind column", enum=["random", "historical", "inductive"])
 
 
 class EventStrategy(Strategy):

@@ -21,7 +21,7 @@ import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.train.frame_engine import engine_for
-from dynagnn.train.options import Pipelining, SequenceMode, Truncation, option
+from dynagnn.train.options import LinkNegatives, Pipelining, SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 
@@ -39,8 +39,9 @@ class FramesOptions(Pipelining):
 
 
 @dataclass(frozen=True)
-class FramesStrategyOptions(FramesOptions, SequenceMode, Truncation):
-    """The frames strategy's: PiPAD's frames, and the sequence mode (tbptt cuts a carried sequence)."""
+class FramesStrategyOptions(FramesOptions, SequenceMode, Truncation, LinkNegatives):
+    """The frames strategy's: PiPAD's frames, the sequence mode (tbptt cuts a carried sequence) and
+    the link task's evaluation negatives."""
 
 
 TRIAL_SPAN = 16   # the longest range a tuner's trial times in carry mode (PiPAD's frame cap)

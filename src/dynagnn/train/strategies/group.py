@@ -81,7 +81,7 @@ from dynagnn.schedule.plan import SchedulePlan, check_run_plan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
 from dynagnn.timing import trace_segments
-from dynagnn.train.options import Options, SequenceMode, Transfer, Truncation, WindowOptions, option
+from dynagnn.train.options import LinkNegatives, Options, SequenceMode, Transfer, Truncation, WindowOptions, option
 from dynagnn.train.strategies.base import Run, Strategy, head_backward, head_backwards
 from dynagnn.train.strategies.frames import FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
@@ -110,18 +110,18 @@ class ReplanOptions(PlanOptions):
 
 
 @dataclass(frozen=True)
-class GroupOptions(ReplanOptions, Transfer, SequenceMode, Truncation):
+class GroupOptions(ReplanOptions, Transfer, SequenceMode, Truncation, LinkNegatives):
     """BLAD's group strategy: its plan, the re-plan, how snapshots are fed, and the sequence mode
     (tbptt cuts a carried sequence into the pieces p1 and p2 split)."""
 
 
 @dataclass(frozen=True)
-class BladEvenOptions(PlanOptions, Transfer, SequenceMode, Truncation):
+class BladEvenOptions(PlanOptions, Transfer, SequenceMode, Truncation, LinkNegatives):
     """BLAD-Even: the plan's even baseline, never re-planned; the sequence mode."""
 
 
 @dataclass(frozen=True)
-class GroupFramesOptions(ReplanOptions, FramesOptions):
+class GroupFramesOptions(ReplanOptions, FramesOptions, LinkNegatives):
     """BLAD × PiPAD: the group options with the frames ones."""
 
 

@@ -49,7 +49,7 @@ from dynagnn.models.base import StackedGNN
 from dynagnn.models.evolvegcn import EvolveGCNO
 from dynagnn.splits import even_sizes
 from dynagnn.timing import section
-from dynagnn.train.options import SequenceMode, Transfer, Truncation
+from dynagnn.train.options import LinkNegatives, SequenceMode, Transfer, Truncation
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
@@ -59,7 +59,7 @@ def serves(model) -> bool:
 
 
 @dataclass(frozen=True)
-class SnapshotOptions(Transfer, SequenceMode, Truncation):
+class SnapshotOptions(Transfer, SequenceMode, Truncation, LinkNegatives):
     """The snapshot strategy's: how snapshots are fed, and the sequence mode (tbptt cuts a carried
     sequence)."""
 

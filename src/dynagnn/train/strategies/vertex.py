@@ -38,7 +38,7 @@ from dynagnn.models.evolvegcn import EvolveGCNH
 from dynagnn.sortedkeys import row_offsets, unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
-from dynagnn.train.options import Checkpointing, SequenceMode, option
+from dynagnn.train.options import Checkpointing, LinkNegatives, SequenceMode, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 PARTITIONERS = ("metis", "hash")
@@ -118,7 +118,7 @@ def local_snapshot(snap, num_nodes: int, parts: np.ndarray, rank: int, workers: 
 
 
 @dataclass(frozen=True)
-class VertexOptions(Checkpointing, SequenceMode):
+class VertexOptions(Checkpointing, SequenceMode, LinkNegatives):
     """The vertex strategy's: checkpointing, and how the vertices are split."""
 
     partitioner: str = option("metis", "vertex strategy: how the vertices are split", enum=list(PARTITIONERS))
