@@ -179,6 +179,24 @@ class EventLinkTask:
         return neg[np.searchsorted(ev, events)]
 
 
+def split_metrics(task: EventLinkTask, split: str, events: np.ndarray, score_pass) -> dict[str, float]:
+    """The metrics of ``split``'s ``events`` from ``score_pass(events, inductive)`` -> (positive
+    scores [P], negative scores [P, K]) over the task's fixed negatives: AP, AUC and MRR of all of
+    them (:func:`link_metrics`), the same of the inductive events' own pass (``ind_`` prefix, after
+    the first pass), no MRR for one negative edge per event, and the share of negatives of the kind.
+    A model's memory (the events strategy) and EdgeBank score alike."""
+    metrics = link_metrics(*score_pass(events, False), task.batch_size)
+    ind = events[task.inductive[events]]
+    metrics.update({f"ind_{k}": v for k, v in link_metrics(*score_pass(ind, True), task.batch_size).items()})
+    metrics["ind_events"] = float(ind.size)
+    if task.negative_kind != "random":  # one negative edge per event: no MRR to take
+        metrics["mrr"] = metrics["ind_mrr"] = float("nan")
+    drawn = task.negatives_drawn
+    metrics["negatives_of_kind"] = drawn["of_kind"] / drawn["all"] if drawn["all"] else 1.0
+    drawn.update(of_kind=0, all=0)
+    return metrics
+
+
 def _ap_auc(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
     scores = np.concatenate([pos, neg])
     labels = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])

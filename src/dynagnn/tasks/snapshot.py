@@ -297,24 +297,30 @@ class LinkPrediction(Task):
 
     @torch.no_grad()
     def evaluate(self, head, embeddings):
+        def score(t, src, dst):
+            h = embeddings[t]
+            return head(h, torch.stack([torch.from_numpy(src).to(h.device), torch.from_numpy(dst).to(h.device)])).cpu()
+        return self.score_units(list(embeddings), score)
+
+    def score_units(self, units, score) -> dict[str, float]:
+        """The metrics of the windows ending at ``units`` from ``score(t, src, dst)``: the scores of
+        the pairs (int64 [M] each) at window t, for the positives of t+1 and their fixed negatives
+        (:meth:`eval_pairs`): AUC and AP against the first negative, MRR among all (random ones),
+        ``negatives_of_kind`` (historical, inductive). A model's head and EdgeBank score alike."""
         pos_all, neg_all = [], []
         n = np.int64(self.num_nodes)
         of_kind = drawn = 0
-        for t, h in embeddings.items():
+        for t in units:
             pos, neg_src, neg_dst, kind = self.eval_pairs(t)
             if pos.shape[0] == 0:
                 continue
-            dev = h.device
-
-            def scores(u, v):
-                return head(h, torch.stack([torch.from_numpy(u.reshape(-1)).to(dev),
-                                            torch.from_numpy(v.reshape(-1)).to(dev)]))
-            pos_all.append(scores(pos // n, pos % n).cpu())
-            neg_all.append(scores(neg_src, neg_dst).reshape(neg_dst.shape).cpu())
+            pos_all.append(np.asarray(score(t, pos // n, pos % n), dtype=np.float64))
+            neg_all.append(np.asarray(score(t, neg_src.reshape(-1), neg_dst.reshape(-1)),
+                                      dtype=np.float64).reshape(neg_dst.shape))
             of_kind, drawn = of_kind + int(kind.sum()), drawn + kind.size
         out = {"auc": float("nan"), "ap": float("nan"), "mrr": float("nan")}
         if pos_all:
-            sp, sn = torch.cat(pos_all).numpy(), torch.cat(neg_all).numpy()
+            sp, sn = np.concatenate(pos_all), np.concatenate(neg_all)
             scores = np.concatenate([sp, sn[:, 0]])
             labels = np.concatenate([np.ones_like(sp), np.zeros_like(sp)])
             out = {"auc": M.auc(scores, labels), "ap": M.average_precision(scores, labels), "mrr": M.mrr(sp, sn)}

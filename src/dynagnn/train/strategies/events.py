@@ -38,7 +38,7 @@ from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import BatchOutput, TGNN_MODELS, apply_writes, build_tgnn, make_batch
 from dynagnn.sortedkeys import sort_groups
 from dynagnn.timing import section
-from dynagnn.tasks.events import EventLinkTask, check_events, link_metrics
+from dynagnn.tasks.events import EventLinkTask, check_events, split_metrics
 from dynagnn.train.options import LinkNegatives, Pipelining, option
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
@@ -335,19 +335,13 @@ class EventStrategy(Strategy):
             return {}
         split = parts[0][0]
         events = np.concatenate([p[1] for p in parts])
-        start = self.memory.snapshot()
-        pos, neg = self._pass(split, events)
-        metrics = link_metrics(pos, neg, self.task.batch_size)
-        after = self.memory.snapshot()
-        self.memory.restore(start)
-        ind = events[self.task.inductive[events]]
-        ipos, ineg = self._pass(split, ind, inductive=True)
-        metrics.update({f"ind_{k}": v for k, v in link_metrics(ipos, ineg, self.task.batch_size).items()})
-        metrics["ind_events"] = float(ind.size)
-        if self.task.negative_kind != "random":  # one negative edge per event: no MRR to take
-            metrics["mrr"] = metrics["ind_mrr"] = float("nan")
-        drawn = self.task.negatives_drawn
-        metrics["negatives_of_kind"] = drawn["of_kind"] / drawn["all"] if drawn["all"] else 1.0
-        drawn.update(of_kind=0, all=0)
-        self.memory.restore(after)
+        start, after = self.memory.snapshot(), []
+
+        def score_pass(ev, inductive):
+            if inductive:   # the inductive pass runs from the memory the split started with
+                after.append(self.memory.snapshot())
+                self.memory.restore(start)
+            return self._pass(split, ev, inductive)
+        metrics = split_metrics(self.task, split, events, score_pass)
+        self.memory.restore(after[0])
         return metrics

@@ -1,0 +1,93 @@
+"""EdgeBank against a direct computation: a Python set of the edges seen, grown batch by batch (events)
+or snapshot by snapshot, scored on the task's own fixed negatives, the metrics taken by the plain
+metric functions."""
+
+import numpy as np
+import pytest
+
+from dynagnn.data.store import open_store
+from dynagnn.data.types import EventStream
+from dynagnn.errors import ConfigError
+from dynagnn.tasks import metrics as M
+from dynagnn.tasks.edgebank import edgebank_events, edgebank_snapshots
+from dynagnn.tasks.events import EventLinkTask, link_metrics
+from dynagnn.tasks.snapshot import LinkPrediction, chronological_split
+
+from tests.conftest import random_events
+
+
+def direct_event_scores(task, split, events, inductive, window):
+    """Each batch's positive and negative scores from a set of (src, dst) pairs seen before it."""
+    before = list(task.train_events) + (list(task.val_events) if split == "test" else [])
+    order = list(events)
+    span = task.t[task.test_events].max() - task.t[task.test_events].min()
+    pos, neg = [], []
+    for i in range(0, len(events), task.batch_size):
+        batch = events[i:i + task.batch_size]
+        seen_ids = before + order[:order.index(batch[0])]
+        if window:
+            seen_ids = [e for e in seen_ids if task.t[e] >= task.t[batch[0]] - span]
+        seen = {(int(task.src[e]), int(task.dst[e])) for e in seen_ids}
+        negs = task.eval_negatives_of(split, batch, inductive)
+        for j, e in enumerate(batch):
+            pos.append(float((int(task.src[e]), int(task.dst[e])) in seen))
+            if negs.ndim == 3:
+                neg.append([float((int(negs[j, 0, 0]), int(negs[j, 0, 1])) in seen)])
+            else:
+                neg.append([float((int(task.src[e]), int(v)) in seen) for v in negs[j]])
+    return np.array(pos), np.array(neg).reshape(len(pos), -1)
+
+
+@pytest.mark.parametrize("kind", ["random", "historical", "inductive"])
+@pytest.mark.parametrize("memory", ["unlimited", "window"])
+@pytest.mark.parametrize("split", ["val", "test"])
+def test_edgebank_on_events_equals_a_direct_computation(kind, memory, split):
+    ev = random_events(n_nodes=15, n_events=700, t_max=3000, seed=5)
+    task = EventLinkTask(EventStream(ev.src, ev.dst, ev.t), 15, 40, 5, seed=2, negative_kind=kind)
+    got = edgebank_events(task, split, memory)
+    units = getattr(task.split, split)
+    events = np.concatenate([task.unit_events(u)[1] for u in units])
+    pos, neg = direct_event_scores(task, split, events, False, memory == "window")
+    assert 0 < np.r_[pos, neg.ravel()].mean() < 1    # some edges in the bank, some not: the metrics tell
+    ref = link_metrics(pos, neg, task.batch_size)
+    ind = events[task.inductive[events]]
+    iref = link_metrics(*direct_event_scores(task, split, ind, True, memory == "window"), task.batch_size)
+    for k in ("ap", "auc", "ap_batch", "auc_batch"):
+        assert got[k] == pytest.approx(ref[k], nan_ok=True), k
+        assert got[f"ind_{k}"] == pytest.approx(iref[k], nan_ok=True), k
+    if kind == "random":
+        assert got["mrr"] == pytest.approx(ref["mrr"])
+    else:
+        assert np.isnan(got["mrr"]) and 0 < got["negatives_of_kind"] <= 1
+
+
+def test_edgebank_on_snapshots_equals_a_direct_computation(link_store):
+    store = open_store(link_store)
+    task = LinkPrediction(store, seed=4, eval_negatives=6)
+    split = chronological_split(task.steps(1))
+    task.observe_split(split)
+    n = store.num_nodes
+    keys = [{(min(a, b), max(a, b)) for a, b in zip(*(x.tolist() for x in store.edges(s)[:2]))}
+            for s in range(store.num_snapshots)]
+    for memory, window in (("unlimited", None), ("window", 3)):
+        got = edgebank_snapshots(task, split.test, memory, window)
+        sp, sn = [], []
+        for t in split.test:
+            first = 0 if window is None else max(0, t + 1 - window)
+            bank = set().union(*keys[first:t + 1])
+            pos, src, dst, _ = task.eval_pairs(t)
+            sp += [float((int(k // n), int(k % n)) in bank) for k in pos]
+            sn += [[float((min(u, v), max(u, v)) in bank) for u, v in zip(r, c)] for r, c in zip(src.tolist(), dst.tolist())]
+        sp, sn = np.array(sp), np.array(sn)
+        labels = np.r_[np.ones(sp.size), np.zeros(sp.size)]
+        assert got["auc"] == pytest.approx(M.auc(np.r_[sp, sn[:, 0]], labels))
+        assert got["ap"] == pytest.approx(M.average_precision(np.r_[sp, sn[:, 0]], labels))
+        assert got["mrr"] == pytest.approx(M.mrr(sp, sn))
+        assert sp.any()   # the store's edges recur: some positives are in the bank
+
+
+def test_edgebank_refuses_what_it_cannot_be(link_store):
+    task = LinkPrediction(open_store(link_store))
+    for args, msg in [(("lru",), "EdgeBank memory 'lru'"), (("window",), "window memory needs window")]:
+        with pytest.raises(ConfigError, match=msg):
+            edgebank_snapshots(task, [3], *args)
