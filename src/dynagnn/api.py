@@ -89,3 +89,48 @@ def train(store_path, out, config, resume=None, progress: bool = True, overwrite
     with tempfile.TemporaryDirectory(prefix="dynagnn-plan-") as folder:
         config = with_plan(Path(store_path), config, Path(folder))
         return train_stage(store_path, out, config, resume=resume, progress=progress, overwrite=overwrite)
+
+
+def seed_summary(per_seed):
+    """The mean and standard deviation over seeds of every metric of ``per_seed`` (one row per seed,
+    as :func:`train_seeds` writes it: ``seed``, ``epoch`` and the best epoch's metrics): a table of
+    ``metric``, ``mean``, ``std`` (the population's, numpy's default, as DyGLib reports it), ``n``.
+    A metric NaN in some seed is NaN in the summary: a mean over the seeds that had it would hide
+    that the others did not."""
+    import numpy as np
+    import pandas as pd
+
+    cols = [c for c in per_seed.columns if c not in ("seed", "epoch")]
+    values = per_seed[cols].to_numpy(dtype=np.float64)
+    return pd.DataFrame({"metric": cols, "mean": values.mean(0), "std": values.std(0), "n": len(per_seed)})
+
+
+def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite: bool = False):
+    """:func:`train` once per seed of ``seeds`` into ``out/seed-<k>/`` (each run its own out-dir, with
+    ``config.seed`` = k), then ``out/seeds.parquet`` (each seed's best epoch: ``seed``, ``epoch``, its
+    loss and validation and test metrics) and ``out/summary.parquet`` (:func:`seed_summary`), written
+    together once every seed has trained. Returns (per-seed table, summary); None on the other ranks
+    of a torchrun job."""
+    import pandas as pd
+
+    from dynagnn.atomic import write_all
+
+    seeds = [int(k) for k in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds {seeds}: give one or more distinct seeds")
+    rows = []
+    for k in seeds:
+        log.info("seed %d (%d of %d) into %s", k, len(rows) + 1, len(seeds), Path(out) / f"seed-{k}")
+        result = train(store_path, Path(out) / f"seed-{k}", dataclasses.replace(config, seed=k),
+                       progress=progress, overwrite=overwrite)
+        if result is None:
+            return None
+        metrics, _ = result
+        best = metrics[metrics["best"]].iloc[0]
+        keep = ["loss"] + [c for c in metrics.columns if c.startswith(("val_", "test_"))]
+        rows.append({"seed": k, "epoch": int(best["epoch"]), **{c: float(best[c]) for c in keep}})
+    per_seed = pd.DataFrame(rows)
+    summary = seed_summary(per_seed)
+    write_all({Path(out) / "seeds.parquet": lambda tmp: per_seed.to_parquet(tmp, index=False),
+               Path(out) / "summary.parquet": lambda tmp: summary.to_parquet(tmp, index=False)})
+    return per_seed, summary

@@ -54,6 +54,9 @@ def add_train(sub, options: bool = True) -> None:
     tr.add_argument("--threads", type=int, help="torch intra-op threads per worker process (default: one "
                                                  "process: torch's choice; several: the cores divided among them)")
     tr.add_argument("--seed", type=int, help="seed of initial weights and negative samples (default 0)")
+    tr.add_argument("--seeds", type=int, nargs="+", metavar="K",
+                    help="train once per seed into OUT_DIR/seed-<K>/, then write OUT_DIR/seeds.parquet (each seed's "
+                         "best epoch) and OUT_DIR/summary.parquet (the mean and std of every metric over the seeds)")
     tr.add_argument("--graph-input", help="tgcn: xh (default: its gates convolve [X_t ‖ H_{t-1}]) or x (only X_t, "
                                           "as PyG Temporal's TGCN; frames can reuse Â_t X_t)")
     tr.add_argument("--resume", type=Path, help="start from this model.pt (same model, task, width, data)")
@@ -137,6 +140,21 @@ def cmd_train(args) -> None:
             options[key], names[key] = getattr(args, key), _flag(key)
     config = TrainConfig.from_dict(options, "--options", names)
     check_device(config.device, "--device" if args.device else "--options device")
+    if args.seeds:
+        if "seed" in options:
+            raise ConfigError(f"--seeds with {names.get('seed', '--options seed')}: give one of them")
+        if args.resume:
+            raise ConfigError("--seeds with --resume: resume one seed's run, in its seed-<k> folder, on its own")
+        from ..api import train_seeds
+
+        result = train_seeds(args.store, args.out_dir, config, args.seeds, progress=not args.quiet,
+                             overwrite=args.overwrite)
+        if result is not None:
+            _, summary = result
+            log.info("%s/%s over seeds %s: %s", config.model, config.strategy, args.seeds,
+                     ", ".join(f"{r.metric} {r.mean:.4f} ± {r.std:.4f}" for r in summary.itertuples()
+                               if r.metric.startswith("test_")))
+        return
     t0 = time.perf_counter()
     result = train(args.store, args.out_dir, config, resume=args.resume, progress=not args.quiet,
                    overwrite=args.overwrite)
