@@ -217,6 +217,8 @@ def test_a_run_evaluates_on_historical_negatives(link_store, strategy):
                                              eval_negative_kind="historical"), progress=False)
     ref.train_epoch(0)
     assert ref.evaluate(ref.split.val)["auc"] == pytest.approx(val["auc"], rel=1e-5)
+    metrics, _ = tr.fit()
+    assert (metrics["eval_negative_kind"] == "historical").all() and metrics["val_negatives_of_kind"].notna().all()
 
 
 def test_historical_negatives_refused_for_another_task(regress_store):

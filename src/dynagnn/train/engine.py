@@ -196,6 +196,9 @@ class Trainer:
         rows = []
         best, best_state, since = None, None, 0
         hw = hardware(self.ctx)
+        kind = getattr(self.task, "negative_kind", None)   # which evaluation negatives the link metrics used
+        if kind is not None:
+            hw["eval_negative_kind"] = kind
         bar = tqdm(range(c.epochs), desc=f"{c.model}/{c.strategy}", disable=not self.progress, leave=False)
         for epoch in bar:
             start = time.perf_counter()
