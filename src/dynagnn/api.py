@@ -109,26 +109,34 @@ def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite
     """:func:`train` once per seed of ``seeds`` into ``out/seed-<k>/`` (each run its own out-dir, with
     ``config.seed`` = k), then ``out/seeds.parquet`` (each seed's best epoch: ``seed``, ``epoch``, its
     loss and validation and test metrics) and ``out/summary.parquet`` (:func:`seed_summary`), written
-    together once every seed has trained. Returns (per-seed table, summary); None on the other ranks
-    of a torchrun job."""
+    together once every seed has trained. ``out`` may hold only those (a folder of another seed set
+    or another run is refused, unless ``overwrite``). Returns (per-seed table, summary); None on the
+    other ranks of a torchrun job (every rank runs every seed: each seed is one job)."""
     import pandas as pd
 
-    from dynagnn.atomic import write_all
+    from dynagnn.atomic import folder_refusal, write_all
 
     seeds = [int(k) for k in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds {seeds}: give one or more distinct seeds")
-    rows = []
-    for k in seeds:
-        log.info("seed %d (%d of %d) into %s", k, len(rows) + 1, len(seeds), Path(out) / f"seed-{k}")
+    reason = folder_refusal(out, {"seeds.parquet", "summary.parquet", *(f"seed-{k}" for k in seeds)},
+                            "the out-dir of a run over seeds")
+    if reason and not overwrite:
+        raise ConfigError(f"{reason} (or --overwrite)")
+    rows, rank0 = [], True
+    for i, k in enumerate(seeds):
+        log.info("seed %d (%d of %d) into %s", k, i + 1, len(seeds), Path(out) / f"seed-{k}")
         result = train(store_path, Path(out) / f"seed-{k}", dataclasses.replace(config, seed=k),
                        progress=progress, overwrite=overwrite)
-        if result is None:
-            return None
+        if result is None:   # another rank of a torchrun job: it joins every seed's job, rank 0 reports
+            rank0 = False
+            continue
         metrics, _ = result
         best = metrics[metrics["best"]].iloc[0]
         keep = ["loss"] + [c for c in metrics.columns if c.startswith(("val_", "test_"))]
         rows.append({"seed": k, "epoch": int(best["epoch"]), **{c: float(best[c]) for c in keep}})
+    if not rank0:
+        return None
     per_seed = pd.DataFrame(rows)
     summary = seed_summary(per_seed)
     write_all({Path(out) / "seeds.parquet": lambda tmp: per_seed.to_parquet(tmp, index=False),

@@ -16,10 +16,11 @@ from dynagnn.tasks.snapshot import LinkPrediction, chronological_split
 from tests.conftest import random_events
 
 
-def direct_event_scores(task, split, events, inductive, window):
-    """Each batch's positive and negative scores from a set of (src, dst) pairs seen before it."""
+def direct_event_scores(task, split, events, inductive, window, split_events):
+    """Each batch of ``events``' positive and negative scores from a set of the (src, dst) pairs of every
+    event before it: training, validation (for test) and the split's events (``split_events``) before it."""
     before = list(task.train_events) + (list(task.val_events) if split == "test" else [])
-    order = list(events)
+    order = list(split_events)
     span = task.t[task.test_events].max() - task.t[task.test_events].min()
     pos, neg = [], []
     for i in range(0, len(events), task.batch_size):
@@ -47,11 +48,11 @@ def test_edgebank_on_events_equals_a_direct_computation(kind, memory, split):
     got = edgebank_events(task, split, memory)
     units = getattr(task.split, split)
     events = np.concatenate([task.unit_events(u)[1] for u in units])
-    pos, neg = direct_event_scores(task, split, events, False, memory == "window")
+    pos, neg = direct_event_scores(task, split, events, False, memory == "window", events)
     assert 0 < np.r_[pos, neg.ravel()].mean() < 1    # some edges in the bank, some not: the metrics tell
     ref = link_metrics(pos, neg, task.batch_size)
     ind = events[task.inductive[events]]
-    iref = link_metrics(*direct_event_scores(task, split, ind, True, memory == "window"), task.batch_size)
+    iref = link_metrics(*direct_event_scores(task, split, ind, True, memory == "window", events), task.batch_size)
     for k in ("ap", "auc", "ap_batch", "auc_batch"):
         assert got[k] == pytest.approx(ref[k], nan_ok=True), k
         assert got[f"ind_{k}"] == pytest.approx(iref[k], nan_ok=True), k
@@ -61,9 +62,10 @@ def test_edgebank_on_events_equals_a_direct_computation(kind, memory, split):
         assert np.isnan(got["mrr"]) and 0 < got["negatives_of_kind"] <= 1
 
 
-def test_edgebank_on_snapshots_equals_a_direct_computation(link_store):
+@pytest.mark.parametrize("kind", ["random", "historical", "inductive"])
+def test_edgebank_on_snapshots_equals_a_direct_computation(link_store, kind):
     store = open_store(link_store)
-    task = LinkPrediction(store, seed=4, eval_negatives=6)
+    task = LinkPrediction(store, seed=4, eval_negatives=6, negative_kind=kind)
     split = chronological_split(task.steps(1))
     task.observe_split(split)
     n = store.num_nodes
@@ -71,18 +73,23 @@ def test_edgebank_on_snapshots_equals_a_direct_computation(link_store):
             for s in range(store.num_snapshots)]
     for memory, window in (("unlimited", None), ("window", 3)):
         got = edgebank_snapshots(task, split.test, memory, window)
-        sp, sn = [], []
+        sp, sn, of_kind = [], [], []
         for t in split.test:
             first = 0 if window is None else max(0, t + 1 - window)
             bank = set().union(*keys[first:t + 1])
-            pos, src, dst, _ = task.eval_pairs(t)
+            pos, src, dst, kinds = task.eval_pairs(t)
+            of_kind += kinds.ravel().tolist()
             sp += [float((int(k // n), int(k % n)) in bank) for k in pos]
             sn += [[float((min(u, v), max(u, v)) in bank) for u, v in zip(r, c)] for r, c in zip(src.tolist(), dst.tolist())]
         sp, sn = np.array(sp), np.array(sn)
         labels = np.r_[np.ones(sp.size), np.zeros(sp.size)]
         assert got["auc"] == pytest.approx(M.auc(np.r_[sp, sn[:, 0]], labels))
         assert got["ap"] == pytest.approx(M.average_precision(np.r_[sp, sn[:, 0]], labels))
-        assert got["mrr"] == pytest.approx(M.mrr(sp, sn))
+        if kind == "random":
+            assert got["mrr"] == pytest.approx(M.mrr(sp, sn))
+        else:   # one negative edge per positive; those of the historical kind all in the unlimited bank
+            assert np.isnan(got["mrr"]) and (kind == "inductive" or any(of_kind))   # (the test weeks hold no inductive one)
+            assert kind == "inductive" or window or sn.ravel()[np.array(of_kind)].all()
         assert sp.any()   # the store's edges recur: some positives are in the bank
 
 

@@ -57,3 +57,14 @@ def test_the_cli_trains_every_seed(link_store, tmp_path):
                  "--window", "2", "--seeds", "1", "2"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["seed-1", "seed-2", "seeds.parquet", "summary.parquet"]
     assert pd.read_parquet(out / "seeds.parquet")["seed"].tolist() == [1, 2]
+
+
+def test_seeds_refuse_a_folder_of_something_else(link_store, tmp_path):
+    from dynagnn.errors import ConfigError
+
+    out = tmp_path / "o"
+    (out / "seed-9").mkdir(parents=True)          # another seed set's run
+    cfg = TrainConfig.of(model="tgcn", hidden=4, window=2, epochs=1)
+    with pytest.raises(ConfigError, match=r"holds 1 other entry \(seed-9\).*\(or --overwrite\)"):
+        train_seeds(link_store, out, cfg, [0], progress=False)
+    assert sorted(p.name for p in out.iterdir()) == ["seed-9"]     # nothing written

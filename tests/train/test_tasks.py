@@ -192,6 +192,7 @@ def test_snapshot_link_negatives_are_of_their_kind(tmp_path, kind):
         pool = earlier - target
         for (u, v), ok in zip(zip(src.ravel().tolist(), dst.ravel().tolist()), of_kind.ravel()):
             assert ((u, v) in pool) == bool(ok)
+            assert ok or ((u, v) not in target and u != v)       # a fill is no edge of t+1, no loop
         assert of_kind.sum() == min(len(pool), pos.shape[0])    # never random while the pool lasts
     h = torch.randn(N, 4)
     got = task.evaluate(LinkPredictor(4), {t: h for t in split.val})
@@ -200,20 +201,19 @@ def test_snapshot_link_negatives_are_of_their_kind(tmp_path, kind):
     assert np.isnan(got["mrr"]) and 0 <= got["ap"] <= 1
 
 
-@pytest.mark.parametrize("strategy", ["sequential", "frames"])
-def test_a_run_evaluates_on_historical_negatives(link_store, strategy):
-    """eval_negative_kind reaches the snapshot link task through any snapshot strategy: the metrics
-    carry negatives_of_kind and no MRR, and the validation AUC is the task's own on the same
-    negatives (the two strategies agree to float tolerance)."""
+@pytest.mark.parametrize("strategy,model", [("frames", "tgcn"), ("snapshot", "wdgcn")])
+def test_a_run_evaluates_on_historical_negatives(link_store, strategy, model):
+    """eval_negative_kind reaches the snapshot link task through other snapshot strategies: the metrics
+    carry negatives_of_kind and no MRR, and the validation AUC is sequential's on the same negatives."""
     from dynagnn.train.engine import TrainConfig, Trainer
 
-    cfg = TrainConfig.of(model="tgcn", strategy=strategy, hidden=4, window=2, epochs=1, eval_negative_kind="historical")
+    cfg = TrainConfig.of(model=model, strategy=strategy, hidden=4, window=2, epochs=1, eval_negative_kind="historical")
     tr = Trainer(link_store, cfg, progress=False)
     assert tr.run.task.negative_kind == "historical"
     tr.train_epoch(0)
     val = tr.evaluate(tr.split.val)
     assert np.isnan(val["mrr"]) and 0 < val["negatives_of_kind"] <= 1
-    ref = Trainer(link_store, TrainConfig.of(model="tgcn", hidden=4, window=2, epochs=1,
+    ref = Trainer(link_store, TrainConfig.of(model=model, hidden=4, window=2, epochs=1,
                                              eval_negative_kind="historical"), progress=False)
     ref.train_epoch(0)
     assert ref.evaluate(ref.split.val)["auc"] == pytest.approx(val["auc"], rel=1e-5)

@@ -15,7 +15,8 @@ the same code and on the same fixed negatives as every model:
 - event link task (:class:`~dynagnn.tasks.events.EventLinkTask`): a batch of evaluation events is
   scored against the kept training events, the validation events (for test) and the events of the
   split's earlier batches (DyGLib's EdgeBank adds each batch to its history after scoring it); the
-  metrics are :func:`~dynagnn.tasks.events.split_metrics`' (the inductive pass included);
+  inductive pass's batches against the same bank, every event before the batch (EdgeBank forgets no
+  edge for touching a seen node); the metrics are :func:`~dynagnn.tasks.events.split_metrics`';
 - snapshot link task (:class:`~dynagnn.tasks.snapshot.LinkPrediction`): the window ending at t is
   scored on snapshot t+1's edges against the edges of snapshots 0..t (what a snapshot model's window
   can have read), the window variant keeping the last ``W`` snapshots, W the test targets' count;

@@ -93,11 +93,12 @@ class EdgeHistory:
         return seen[~isin_sorted(seen, self.occurring(start, end))]
 
     def sample(self, kind: str, size: int, start: float, end: float, rng: np.random.Generator,
-               observed_end: float | None, batch_src: np.ndarray, batch_dst: np.ndarray) -> NegativeEdges:
+               observed_end: float | None, batch_src: np.ndarray, batch_dst: np.ndarray,
+               loops: bool = True) -> NegativeEdges:
         """``size`` negatives of ``kind`` for a batch over ``[start, end]`` whose positives are
         ``batch_src`` -> ``batch_dst``: distinct edges of the kind drawn without replacement, the rest
         (if too few) distinct edges drawn uniformly from sources × destinations other than the
-        batch's positives."""
+        batch's positives (``loops`` False: and no self-loop)."""
         if kind not in ("historical", "inductive"):
             raise ValueError(f"negative kind {kind!r}: expected historical or inductive (random negatives are "
                              "the task's own)")
@@ -105,18 +106,24 @@ class EdgeHistory:
         take = min(int(size), pool.size)
         keys = rng.choice(pool, size=take, replace=False) if take else pool[:0]
         own = unique_sorted(np.asarray(batch_src, dtype=np.int64) * self.n + np.asarray(batch_dst, dtype=np.int64))
-        fill = self._random_fill(int(size) - take, own, rng)
+        fill = self._random_fill(int(size) - take, own, rng, loops)
         keys = np.concatenate([keys, fill])
         of_kind = np.arange(keys.size) < take
         return NegativeEdges(keys // self.n, keys % self.n, of_kind)
 
-    def _random_fill(self, size: int, excluded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``size`` keys uniform over sources × destinations, none in the sorted ``excluded``,
-        distinct while there are enough (DyGLib draws without replacement unless too few remain)."""
+    def _random_fill(self, size: int, excluded: np.ndarray, rng: np.random.Generator,
+                     loops: bool = True) -> np.ndarray:
+        """``size`` keys uniform over sources × destinations, none in the sorted ``excluded`` (nor a
+        self-loop, unless ``loops``), distinct while there are enough (DyGLib draws without
+        replacement unless too few remain)."""
         out = np.zeros(0, dtype=np.int64)
         if size <= 0:
             return out
-        room = self.sources.size * self.destinations.size - excluded.size
+        # the keys a fill may draw: sources × destinations, less the excluded ones among them (and loops)
+        ex = excluded[isin_sorted(excluded // self.n, self.sources) & isin_sorted(excluded % self.n, self.destinations)]
+        room = self.sources.size * self.destinations.size - ex.size
+        if not loops:
+            room -= int(isin_sorted(self.sources, self.destinations).sum()) - int(np.count_nonzero(ex // self.n == ex % self.n))
         if room <= 0:
             raise ValueError("every possible edge is a positive of the batch: no negative can be drawn")
         while out.size < size:
@@ -124,6 +131,8 @@ class EdgeHistory:
             keys = (self.sources[rng.integers(0, self.sources.size, 2 * need)] * self.n
                     + self.destinations[rng.integers(0, self.destinations.size, 2 * need)])
             keys = keys[~isin_sorted(keys, excluded)]
+            if not loops:
+                keys = keys[keys // self.n != keys % self.n]
             if out.size + need <= room:  # distinct: drop repeats, keeping the first draw of each
                 keys = np.concatenate([out, keys])
                 _, first = np.unique(keys, return_index=True)

@@ -290,8 +290,11 @@ class LinkPrediction(Task):
                                      "among the validation or test units (observe_split)")
                 rng = np.random.default_rng([self.seed, t, 2, KINDS.index(self.negative_kind)])
                 s = float(t + 1)
+                # the fill avoids every edge of t+1 (both directions when undirected, not only the
+                # positives max_edges kept) and self-loops, as the random negatives do
+                every = self.edge_keys(t)
                 neg = self.history().sample(self.negative_kind, pos.shape[0], s, s, rng,
-                                            self._observed_end.get(t), pos // n, pos % n)
+                                            self._observed_end.get(t), every // n, every % n, loops=False)
                 self._eval[t] = (pos, neg.src[:, None], neg.dst[:, None], neg.of_kind[:, None])
         return self._eval[t]
 
