@@ -74,9 +74,15 @@ def _train_and_die(ctx, store, out, cfg):
     return engine._train_here(ctx, store, out, cfg, None, False)
 
 
-def test_a_worker_killed_mid_training_stops_the_job_and_writes_nothing(link_store, tmp_path):
+@pytest.mark.parametrize("strategy,workers,procs,kw", [
+    ("vertex", 2, 1, {}),
+    # BLAD's pair over a carried sequence: p1 waits in the channel for the end state p2 never sends
+    ("group", 1, 2, {"sequence": "carry", "tbptt": 2}),
+])
+def test_a_worker_killed_mid_training_stops_the_job_and_writes_nothing(link_store, tmp_path, strategy, workers,
+                                                                       procs, kw):
     out = tmp_path / "o"
-    cfg = TrainConfig.of(model="wdgcn", strategy="vertex", workers=2, **{**FAST, "epochs": 3})
+    cfg = TrainConfig.of(model="wdgcn", strategy=strategy, workers=workers, **{**FAST, "epochs": 3, **kw})
     with pytest.raises(DistError, match="worker 1 was killed by SIGKILL"):
-        launch(_train_and_die, 2, link_store, out, cfg, threads=1, timeout=60)
+        launch(_train_and_die, workers, link_store, out, cfg, procs_per_worker=procs, threads=1, timeout=60)
     assert not out.exists() or not any(out.iterdir())
