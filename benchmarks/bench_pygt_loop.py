@@ -47,6 +47,11 @@ RUNGS = {"pyg": ("sequential", {}), "sequential": ("sequential", {}),
          "frames_s1": ("frames", {"frame_size": 1, "frame_reuse": "on", "pipeline": "off"})}
 
 
+def model_options(model: str) -> dict:
+    """The run keys of a benchmark model name (``tgcn_x``: T-GCN in PyG Temporal's form)."""
+    return {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
+
+
 def chickenpox_like(num_snapshots: int = 500, num_nodes: int = 20, lags: int = 4, seed: int = 0):
     """A static graph of ``num_nodes`` over ``num_snapshots`` snapshots, Hungary's chickenpox layout:
     the target at t an AR(1) signal mixed over the graph, the features its ``lags`` previous values."""
@@ -113,7 +118,7 @@ def run_rung(path, model: str, rung: str, epochs: int, threads: int) -> dict:
     from .pyg_baseline import PygFeeder
 
     strategy, opts = RUNGS[rung]
-    model_opts = {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
+    model_opts = model_options(model)
     cfg = TrainConfig.of(**model_opts, strategy=strategy, task="regress", sequence="carry", epochs=epochs,
                          patience=epochs, warmup_epochs=1, hidden=32, lr=0.01, threads=threads, **opts)
     tr = Trainer(path, cfg, progress=False)
@@ -144,7 +149,7 @@ def pair_rungs(path, model: str, epochs: int) -> dict:
     from dynagnn.api import train
     from dynagnn.train.engine import TrainConfig
 
-    model_opts = {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
+    model_opts = model_options(model)
     out = {}
     for rung, strategy, threads in (("sequential 1t", "sequential", 1), ("sequential 2t", "sequential", 2),
                                     ("group 2x1t", "group", 1)):
@@ -168,7 +173,7 @@ def frame_of_one_ratio(path, model: str, rounds: int, threads: int) -> float:
     from dynagnn.train.engine import TrainConfig, Trainer
 
     torch.set_num_threads(threads)
-    model_opts = {"model": "tgcn", "graph_input": "x"} if model == "tgcn_x" else {"model": model}
+    model_opts = model_options(model)
     trainers = []
     for strategy, opts in (RUNGS["sequential"], RUNGS["frames_s1"]):
         cfg = TrainConfig.of(**model_opts, strategy=strategy, task="regress", sequence="carry", hidden=32, lr=0.01,

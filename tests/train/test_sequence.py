@@ -220,10 +220,8 @@ def test_frames_tune_s_on_pieces_of_the_sequence(stores):
     assert m["frame_size"].iloc[-1] >= 1 and m["tuning_s"].iloc[0] > 0
 
 
-def _worker_epochs(ctx, comm, store, model, strategy, kw):
-    cfg = TrainConfig.of(**{"model": model, "hidden": 5, "epochs": 1, "lr": 0.01, "sequence": "carry",
-                            "strategy": strategy, "workers": ctx.world_size, **kw})
-    tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
+def two_epochs(tr):
+    """(loss, val metrics, test metrics, parameters) after each of two epochs of trainer ``tr``."""
     out = []
     for epoch in (0, 1):
         loss = tr.train_epoch(epoch)
@@ -232,14 +230,14 @@ def _worker_epochs(ctx, comm, store, model, strategy, kw):
     return out
 
 
+def _worker_epochs(ctx, comm, store, model, strategy, kw):
+    cfg = TrainConfig.of(**{"model": model, "hidden": 5, "epochs": 1, "lr": 0.01, "sequence": "carry",
+                            "strategy": strategy, "workers": ctx.world_size, **kw})
+    return two_epochs(Trainer(store, cfg, progress=False, ctx=ctx, comm=comm))
+
+
 def sequential_epochs(store, model, kw):
-    seq = trainer(store, model, **kw)
-    ref = []
-    for epoch in (0, 1):
-        loss = seq.train_epoch(epoch)
-        ref.append((loss, seq.evaluate(seq.split.val), seq.evaluate(seq.split.test),
-                    [p.detach().clone() for p in seq.run.parameters()]))
-    return ref
+    return two_epochs(trainer(store, model, **kw))
 
 
 def assert_epochs_equal(got, ref):
@@ -275,12 +273,7 @@ def test_two_workers_carry_the_sequence_as_sequential(stores, strategy, model, k
                                       ("cdgcn", {"tbptt": 5})])
 def test_one_snapshot_worker_carries_the_sequence_as_sequential(stores, model, kw):
     """The snapshot strategy on one worker (no exchange) in carry mode equals sequential."""
-    tr = trainer(stores["link"], model, strategy="snapshot", **kw)
-    got = []
-    for epoch in (0, 1):
-        loss = tr.train_epoch(epoch)
-        got.append((loss, tr.evaluate(tr.split.val), tr.evaluate(tr.split.test),
-                    [p.detach().clone() for p in tr.run.parameters()]))
+    got = two_epochs(trainer(stores["link"], model, strategy="snapshot", **kw))
     assert_epochs_equal(got, sequential_epochs(stores["link"], model, kw))
 
 

@@ -360,19 +360,25 @@ class Strategy:
         state detached between pieces). Returns the step's loss (a non-finite one as soon as it
         appears)."""
         ends = list(ends)
-        if ends != list(range(ends[0], ends[0] + len(ends))):
-            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
         state = self.state_before(ends[0])
-        k = getattr(self.options, "tbptt", None) or len(ends)
         total = 0.0
-        for i in range(0, len(ends), k):
-            loss, state = self.backward_piece(ends[i:i + k], state, 1.0 / len(ends))
+        for piece in self.tbptt_pieces(ends):
+            loss, state = self.backward_piece(piece, state, 1.0 / len(ends))
             total += loss
             if not math.isfinite(loss):
                 return loss
             state = tuple(s.detach() for s in state)
         self._carried = (ends[-1] + 1, state)
         return total
+
+    def tbptt_pieces(self, ends: Sequence[int]) -> list[list[int]]:
+        """A carried step's consecutive snapshots ``ends`` cut into pieces of ``tbptt`` (one piece
+        without it); ValueError where they are not consecutive."""
+        ends = list(ends)
+        if ends != list(range(ends[0], ends[0] + len(ends))):
+            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
+        k = getattr(self.options, "tbptt", None) or len(ends)
+        return [ends[i:i + k] for i in range(0, len(ends), k)]
 
     def backward_piece(self, ts: Sequence[int], state: tuple, weight: float) -> tuple[float, tuple]:
         """The snapshots ``ts`` run from ``state`` (:meth:`run_sequence`), each one's loss times

@@ -523,20 +523,13 @@ class GroupPipeline(Strategy):
         cum = np.cumsum(self.cost[list(piece)])
         return int(np.argmin(np.abs(2 * cum[:-1] - cum[-1]))) + 1
 
-    def _pieces(self, ends: Sequence[int]) -> list[list[int]]:
-        ends = list(ends)
-        if ends != list(range(ends[0], ends[0] + len(ends))):
-            raise ValueError(f"sequence carry steps through consecutive snapshots, not {ends}")
-        k = self.options.tbptt or len(ends)
-        return [ends[i:i + k] for i in range(0, len(ends), k)]
-
     def _carry_head(self, ends: Sequence[int]) -> float:
         """p1: the first part of each piece from the carried state, its losses, the state to p2, the
         previous piece's deferred backward, then the piece's end state back from p2."""
         run, total, pending = self.run, 0.0, None
         weight = 1.0 / len(ends)
         state = self.state_before(ends[0])
-        for piece in self._pieces(ends):
+        for piece in self.tbptt_pieces(ends):
             a = self._carry_split(piece)
             hs, mid = self.local.run_sequence(piece[:a], state)
             loss, outs, grads = head_backwards(run, piece[:a], hs, weight)
@@ -577,7 +570,7 @@ class GroupPipeline(Strategy):
         losses and backward, then the gradient of the received state."""
         run, total = self.run, 0.0
         weight = 1.0 / len(ends)
-        for piece in self._pieces(ends):
+        for piece in self.tbptt_pieces(ends):
             a = self._carry_split(piece)
             if a == len(piece):
                 continue
