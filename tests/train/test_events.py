@@ -258,3 +258,34 @@ def test_a_failed_epoch_leaves_no_sampling_thread(store, monkeypatch):
     with pytest.raises(RuntimeError, match="boom"):
         tr.fit()
     assert not prefetching() - before and tr.strategy.prefetch._thread is None
+
+
+@pytest.mark.parametrize("model", ["tgn", "apan"])
+def test_reported_negative_kinds_equal_runs_of_those_kinds(store, model):
+    """report_negative_kinds scores each kind from the memory the split started with: the prefixed
+    metrics equal those of a run whose own kind it is, and the run's own metrics, the memory after
+    evaluation and the training that follows are a single-kind run's, exactly."""
+    reported = ("historical", "inductive")
+    both = Trainer(store, config(model, report_negative_kinds=list(reported), epochs=2), progress=False)
+    metrics, _ = both.fit()
+    alone = {kind: Trainer(store, config(model, eval_negative_kind=kind, epochs=2), progress=False).fit()[0]
+             for kind in ("random", *reported)}
+    plain = [c for c in alone["random"].columns if c.startswith(("val_", "test_"))]
+    for col in plain:   # the run's own kind: as if nothing else were scored
+        assert np.array_equal(metrics[col].to_numpy(), alone["random"][col].to_numpy(), equal_nan=True), col
+    for kind in reported:
+        cols = [c for c in alone[kind].columns if c.startswith(("val_", "test_"))]
+        for col in cols:
+            split, metric = col.split("_", 1)
+            ours = metrics[f"{split}_{kind}_{metric}"].to_numpy()
+            assert np.array_equal(ours, alone[kind][col].to_numpy(), equal_nan=True), (kind, col)
+        assert metrics[f"test_{kind}_ap"].notna().all() and (metrics[f"test_{kind}_negatives_of_kind"] > 0).all()
+    assert np.array_equal(metrics["loss"].to_numpy(), alone["random"]["loss"].to_numpy())
+    assert not np.array_equal(metrics["test_historical_ap"].to_numpy(), metrics["test_ap"].to_numpy())
+
+
+def test_a_reported_kind_is_refused_when_it_is_the_runs_own(store):
+    with pytest.raises(ConfigError, match=r"report_negative_kinds \['historical'\]: each kind once, and not the "
+                                          r"run's eval_negative_kind \(historical\)"):
+        Trainer(store, config("jodie", eval_negative_kind="historical", report_negative_kinds=["historical"]),
+                progress=False)

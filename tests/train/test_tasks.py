@@ -228,3 +228,32 @@ def test_historical_negatives_refused_for_another_task(regress_store):
                                           "this run's task is regress") as err:
         Trainer(regress_store, TrainConfig.of(model="tgcn", hidden=4, eval_negative_kind="historical"), progress=False)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "frames"])
+def test_reported_negative_kinds_equal_runs_of_those_kinds(link_store, strategy):
+    """report_negative_kinds on the snapshot link task: each reported kind's prefixed metrics equal a
+    run whose own kind it is, and the run's own metrics are a single-kind run's, exactly."""
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    def fit(**kw):
+        cfg = TrainConfig.of(model="tgcn", strategy=strategy, hidden=4, window=2, epochs=2, **kw)
+        return Trainer(link_store, cfg, progress=False).fit()[0]
+
+    both = fit(report_negative_kinds=["historical", "inductive"])
+    for kind in ("random", "historical", "inductive"):
+        alone = fit(eval_negative_kind=kind)
+        for col in (c for c in alone.columns if c.startswith(("val_", "test_"))):
+            split, metric = col.split("_", 1)
+            ours = both[col if kind == "random" else f"{split}_{kind}_{metric}"].to_numpy()
+            assert np.array_equal(ours, alone[col].to_numpy(), equal_nan=True), (kind, col)
+    assert not np.array_equal(both["val_historical_auc"].to_numpy(), both["val_auc"].to_numpy())
+
+
+def test_reported_negative_kinds_refused_for_another_task(regress_store):
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    with pytest.raises(ConfigError, match=r"report_negative_kinds \['historical'\]: the link task's evaluation "
+                                          "negatives; this run's task is regress"):
+        Trainer(regress_store, TrainConfig.of(model="tgcn", hidden=4, report_negative_kinds=["historical"]),
+                progress=False)

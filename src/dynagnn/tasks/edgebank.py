@@ -62,7 +62,8 @@ def bank_scores(bank: np.ndarray, src: np.ndarray, dst: np.ndarray, num_nodes: i
 
 def edgebank_events(task, split: str, memory: str = "unlimited") -> dict[str, float]:
     """EdgeBank's metrics on the event task's ``split`` ("val" or "test"), the keys of the events
-    strategy's evaluation, on the task's fixed negatives of its ``negative_kind``."""
+    strategy's evaluation, on the task's fixed negatives of its ``negative_kind`` (and, prefixed, of
+    its ``report_kinds``)."""
     _check(memory)
     if split not in ("val", "test"):
         raise ValueError(f"split {split!r}: EdgeBank is evaluated on val or test")
@@ -95,7 +96,7 @@ def edgebank_events(task, split: str, memory: str = "unlimited") -> dict[str, fl
 
     from dynagnn.tasks.events import split_metrics
 
-    return split_metrics(task, split, events, score_pass)
+    return task.every_kind(lambda: split_metrics(task, split, events, score_pass))
 
 
 def edgebank_snapshots(task, units: Sequence[int], memory: str = "unlimited",
@@ -120,4 +121,4 @@ def edgebank_snapshots(task, units: Sequence[int], memory: str = "unlimited",
         bank = unique_sorted(np.concatenate([snapshot_keys(s) for s in range(first, t + 1)]))
         return bank_scores(bank, src, dst, task.num_nodes, directed)
 
-    return task.score_units(list(units), score)
+    return task.every_kind(lambda: task.score_units(list(units), score))

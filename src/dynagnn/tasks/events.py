@@ -31,7 +31,7 @@ import numpy as np
 from dynagnn.errors import ConfigError, StoreError
 from dynagnn.sortedkeys import isin_sorted, unique_sorted
 from dynagnn.tasks import metrics as M
-from dynagnn.tasks.negatives import KINDS, EdgeHistory
+from dynagnn.tasks.negatives import EdgeHistory, NegativeKinds
 
 
 @dataclass
@@ -57,7 +57,7 @@ def check_events(events, path) -> None:
                          f"at {t[i - 1]}; re-ingest the source (ingest sorts events by time)")
 
 
-class EventLinkTask:
+class EventLinkTask(NegativeKinds):
     """The event link-prediction task over an :class:`~dynagnn.data.types.EventStream`.
 
     Attributes: ``src``, ``dst`` int64 [E], ``t`` float64 [E]; ``train_events``, ``val_events``,
@@ -73,7 +73,7 @@ class EventLinkTask:
 
     def __init__(self, events, num_nodes: int, batch_size: int = 200, eval_negatives: int = 100,
                  seed: int = 0, val: float = 0.15, test: float = 0.15, new_node_share: float = 0.1,
-                 path: str = "store", negative_kind: str = "random"):
+                 path: str = "store", negative_kind: str = "random", report_kinds=()):
         check_events(events, path)
         self.src = np.asarray(events.src, dtype=np.int64)
         self.dst = np.asarray(events.dst, dtype=np.int64)
@@ -114,15 +114,19 @@ class EventLinkTask:
         self.offsets = {"train": 0, "val": nb["train"], "test": nb["train"] + nb["val"]}
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
         self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
-        if negative_kind not in KINDS:
-            raise ConfigError(f"negative kind {negative_kind!r}: expected one of {', '.join(KINDS)}")
-        self.negative_kind = negative_kind
+        self.set_kinds(negative_kind, report_kinds)
         # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
         # observed = up to the end of training for validation, of validation for test (DyGLib's)
-        self.history = EdgeHistory(self.src, self.dst, self.t, self.num_nodes) if negative_kind != "random" else None
+        self._history: EdgeHistory | None = None
         self.observed_end = {"val": float(self.t[self.train_events].max()), "test": float(self.t[self.val_events].max())}
         self._ind_history: dict[str, EdgeHistory] = {}  # the inductive pass's: its events alone (DyGLib's)
         self.negatives_drawn = {"of_kind": 0, "all": 0}  # evaluation negatives of the asked kind, of all drawn
+
+    def history(self) -> EdgeHistory:
+        """The stream's edges by first time seen (built on first use: random negatives need none)."""
+        if self._history is None:
+            self._history = EdgeHistory(self.src, self.dst, self.t, self.num_nodes)
+        return self._history
 
     def unit_events(self, unit: int) -> tuple[str, np.ndarray]:
         """(split name, event indices int64 [<= B]) of a batch unit."""
@@ -148,8 +152,8 @@ class EventLinkTask:
         positives, from :class:`~dynagnn.tasks.negatives.EdgeHistory` over the batch's period; the
         inductive pass from a history of its own events, as DyGLib's new-node samplers),
         drawn from ``(seed, split, pass, first event)``; :attr:`negatives_drawn` counts them."""
-        if self.history is not None:
-            history = self.history
+        if self.negative_kind != "random":
+            history = self.history()
             if inductive:
                 if split not in self._ind_history:
                     ev = self._units[split][self.inductive[self._units[split]]]

@@ -27,19 +27,62 @@ over them.
 
 Users: :class:`dynagnn.tasks.events.EventLinkTask` (the event models' validation and test batches)
 and :class:`dynagnn.tasks.snapshot.LinkPrediction` (the snapshot link task: an edge's time is its
-snapshot, and a batch is the target snapshot t+1), both by option ``eval_negative_kind``. It sits in ``tasks/`` beside the metrics it feeds and imports only
-:mod:`dynagnn.sortedkeys`.
+snapshot, and a batch is the target snapshot t+1), both by option ``eval_negative_kind``, and
+through :class:`NegativeKinds` by ``report_negative_kinds``: the other kinds scored beside it in the
+same evaluation (DyGLib trains once and evaluates the kept model under each kind). It sits in
+``tasks/`` beside the metrics it feeds and imports only :mod:`dynagnn.sortedkeys` and the errors.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from dynagnn.errors import ConfigError
 from dynagnn.sortedkeys import isin_sorted, unique_inverse, unique_sorted
 
 KINDS = ("random", "historical", "inductive")
+
+
+class NegativeKinds:
+    """A link task's evaluation negatives: the run's kind (``negative_kind``, which picks the kept
+    epoch) and the kinds reported beside it (``report_kinds``), each scored from the same model state
+    with its metrics prefixed ``<kind>_`` (``val_historical_ap``)."""
+
+    negative_kind: str = "random"
+    report_kinds: tuple[str, ...] = ()
+
+    def set_kinds(self, negative_kind: str, report_kinds: Sequence[str] = ()) -> None:
+        """ConfigError, in one line, for an unknown kind or a reported kind that is the run's own."""
+        for kind in (negative_kind, *report_kinds):
+            if kind not in KINDS:
+                raise ConfigError(f"negative kind {kind!r}: expected one of {', '.join(KINDS)}")
+        if negative_kind in report_kinds or len(set(report_kinds)) != len(report_kinds):
+            raise ConfigError(f"report_negative_kinds {list(report_kinds)}: each kind once, and not the run's "
+                              f"eval_negative_kind ({negative_kind}), whose metrics are the unprefixed ones")
+        self.negative_kind, self.report_kinds = negative_kind, tuple(report_kinds)
+
+    @contextmanager
+    def kind(self, kind: str) -> Iterator[None]:
+        """Within the block the evaluation negatives are of ``kind``."""
+        saved = self.negative_kind
+        self.negative_kind = kind
+        try:
+            yield
+        finally:
+            self.negative_kind = saved
+
+    def every_kind(self, metrics_of: Callable[[], dict[str, float]]) -> dict[str, float]:
+        """``metrics_of()`` under the run's kind, then under each reported kind with its keys
+        prefixed ``<kind>_``; ``metrics_of`` restores whatever state its scoring changes."""
+        out = dict(metrics_of())
+        for kind in self.report_kinds:
+            with self.kind(kind):
+                out.update({f"{kind}_{k}": v for k, v in metrics_of().items()})
+        return out
 
 
 @dataclass

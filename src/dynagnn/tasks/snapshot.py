@@ -37,7 +37,7 @@ from dynagnn.errors import ConfigError
 from dynagnn.sortedkeys import isin_sorted
 from dynagnn.models.heads import LinkPredictor, NodeClassifier, NodeRegressor
 from dynagnn.tasks import metrics as M
-from dynagnn.tasks.negatives import KINDS, EdgeHistory
+from dynagnn.tasks.negatives import KINDS, EdgeHistory, NegativeKinds
 
 TASKS = ("link", "classify", "regress")
 
@@ -153,23 +153,21 @@ class Task:
         return None
 
 
-class LinkPrediction(Task):
+class LinkPrediction(NegativeKinds, Task):
     name = "link"
     primary = "auc"
     prepares_inputs = True  # the negative sampling
 
     def __init__(self, store, seed: int = 0, neg_ratio: int = 1, eval_negatives: int = 20,
-                 max_edges: int | None = None, negative_kind: str = "random"):
+                 max_edges: int | None = None, negative_kind: str = "random", report_kinds=()):
         super().__init__(store, seed)
         self.neg_ratio = int(neg_ratio)
         self.eval_negatives = int(eval_negatives)
         self.max_edges = max_edges
-        if negative_kind not in KINDS:
-            raise ConfigError(f"eval_negative_kind {negative_kind!r}: expected one of {', '.join(KINDS)}")
-        self.negative_kind = negative_kind
+        self.set_kinds(negative_kind, report_kinds)
         self._pos: dict[int, np.ndarray] = {}
         self._edges: dict[int, np.ndarray] = {}
-        self._eval: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._eval: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._history: EdgeHistory | None = None
         self._observed_end: dict[int, int] = {}   # an evaluation unit's end of the observed period
 
@@ -276,14 +274,15 @@ class LinkPrediction(Task):
         per positive (:meth:`EdgeHistory.sample` over the target snapshot t+1: edges of the earlier
         snapshots absent from it; inductive, those first seen after the unit's observed period), drawn
         from ``(seed, t)``; where too few, the rest at random, marked."""
-        if t not in self._eval:
+        key = (self.negative_kind, t)
+        if key not in self._eval:
             pos = self.positives(t)
             n = np.int64(self.num_nodes)
             if self.negative_kind == "random":
                 rng = np.random.default_rng([self.seed, t, 2])
                 src = np.repeat(pos // n, self.eval_negatives)
                 neg = self._non_edges(rng, src, t).reshape(-1, self.eval_negatives)
-                self._eval[t] = (pos, src.reshape(neg.shape), neg, np.ones(neg.shape, dtype=bool))
+                self._eval[key] = (pos, src.reshape(neg.shape), neg, np.ones(neg.shape, dtype=bool))
             else:
                 if self.negative_kind == "inductive" and t not in self._observed_end:
                     raise ValueError(f"inductive negatives of window {t}: the task was given no split with it "
@@ -295,15 +294,15 @@ class LinkPrediction(Task):
                 every = self.edge_keys(t)
                 neg = self.history().sample(self.negative_kind, pos.shape[0], s, s, rng,
                                             self._observed_end.get(t), every // n, every % n, loops=False)
-                self._eval[t] = (pos, neg.src[:, None], neg.dst[:, None], neg.of_kind[:, None])
-        return self._eval[t]
+                self._eval[key] = (pos, neg.src[:, None], neg.dst[:, None], neg.of_kind[:, None])
+        return self._eval[key]
 
     @torch.no_grad()
     def evaluate(self, head, embeddings):
         def score(t, src, dst):
             h = embeddings[t]
             return head(h, torch.stack([torch.from_numpy(src).to(h.device), torch.from_numpy(dst).to(h.device)])).cpu()
-        return self.score_units(list(embeddings), score)
+        return self.every_kind(lambda: self.score_units(list(embeddings), score))
 
     def score_units(self, units, score) -> dict[str, float]:
         """The metrics of the windows ending at ``units`` from ``score(t, src, dst)``: the scores of

@@ -128,6 +128,11 @@ class LinkNegatives(Options):
         "past edges absent from its event batch's period or target snapshot (historical) or from those first seen "
         "after training, for test after validation (inductive); AP and AUC only, the share of negatives of the "
         "kind is the negatives_of_kind column", enum=list(KINDS))
+    report_negative_kinds: list = option(
+        [], "link task and event models: other kinds of evaluation negatives scored beside eval_negative_kind's "
+        "in every evaluation, from the same model state (DyGLib trains once and evaluates under each kind); their "
+        "metrics are prefixed with the kind (val_historical_ap); the kept epoch is still chosen on "
+        "eval_negative_kind's", type="array", items={"enum": list(KINDS)}, uniqueItems=True)
 
 
 @dataclass(frozen=True)

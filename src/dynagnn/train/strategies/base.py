@@ -176,12 +176,13 @@ class Strategy:
         features = store.require_features()
         load_seconds = time.perf_counter() - t0
         kind = getattr(self.options, "eval_negative_kind", "random")
+        reported = list(getattr(self.options, "report_negative_kinds", []))
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges,
-                     "negative_kind": kind}
+                     "negative_kind": kind, "report_kinds": reported}
         task_name = infer_task(store) if c.task == "auto" else c.task
-        if task_name != "link" and kind != "random":
-            raise ConfigError(f"eval_negative_kind {kind}: the link task's evaluation negatives; this run's task is "
-                              f"{task_name}")
+        if task_name != "link" and (kind != "random" or reported):
+            what = f"eval_negative_kind {kind}" if kind != "random" else f"report_negative_kinds {reported}"
+            raise ConfigError(f"{what}: the link task's evaluation negatives; this run's task is {task_name}")
         task = make_task(task_name, store, c.seed, **(link_opts if task_name == "link" else {}))
         sequence = resolve_sequence(self.options, task_name, store)
         window = 1 if sequence == "carry" else c.window

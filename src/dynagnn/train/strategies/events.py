@@ -145,7 +145,8 @@ class EventStrategy(Strategy):
         t0 = time.perf_counter()
         events = store.events()
         task = EventLinkTask(events, store.num_nodes, o.event_batch, o.event_negatives, c.seed,
-                             path=str(store.path), negative_kind=o.eval_negative_kind)
+                             path=str(store.path), negative_kind=o.eval_negative_kind,
+                             report_kinds=o.report_negative_kinds)
         feats = edge_features(events)
         load_seconds = time.perf_counter() - t0
         in_dim = 0 if feats is None else int(feats.shape[1])
@@ -325,8 +326,8 @@ class EventStrategy(Strategy):
 
     def evaluate(self, units) -> dict[str, float]:
         """AP, AUC, MRR of the units' events (one split), and the same on its inductive events
-        (``ind_`` prefix), from the memory the previous pass left; the memory then holds the state
-        after the units' events."""
+        (``ind_`` prefix), from the memory the previous pass left, for the task's negative kind and
+        then each reported kind (prefixed); the memory then holds the state after the units' events."""
         self.after_step()
         self.model.eval()
         self.head.eval()
@@ -342,6 +343,11 @@ class EventStrategy(Strategy):
                 after.append(self.memory.snapshot())
                 self.memory.restore(start)
             return self._pass(split, ev, inductive)
-        metrics = split_metrics(self.task, split, events, score_pass)
-        self.memory.restore(after[0])
+
+        def one_kind():     # every kind's passes run from the memory the split started with
+            if after:
+                self.memory.restore(start)
+            return split_metrics(self.task, split, events, score_pass)
+        metrics = self.task.every_kind(one_kind)
+        self.memory.restore(after[0])   # where the run's kind's full pass left it
         return metrics
