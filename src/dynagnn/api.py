@@ -91,18 +91,45 @@ def train(store_path, out, config, resume=None, progress: bool = True, overwrite
         return train_stage(store_path, out, config, resume=resume, progress=progress, overwrite=overwrite)
 
 
-def seed_summary(per_seed):
+def seed_row(metrics, seed: int) -> dict:
+    """One seed's row of a run's ``metrics`` (a training run's metrics.parquet): ``seed``, its best
+    epoch, that epoch's loss and validation and test metrics."""
+    best = metrics[metrics["best"]].iloc[0]
+    keep = ["loss"] + [c for c in metrics.columns if c.startswith(("val_", "test_"))]
+    return {"seed": int(seed), "epoch": int(best["epoch"]), **{c: float(best[c]) for c in keep}}
+
+
+def seed_summary(per_seed, negative_kind: str | None = None):
     """The mean and standard deviation over seeds of every metric of ``per_seed`` (one row per seed,
-    as :func:`train_seeds` writes it: ``seed``, ``epoch`` and the best epoch's metrics): a table of
-    ``metric``, ``mean``, ``std`` (the population's, numpy's default, as DyGLib reports it), ``n``.
-    A metric NaN in some seed is NaN in the summary: a mean over the seeds that had it would hide
-    that the others did not."""
+    :func:`seed_row`'s): a table of ``metric``, ``mean``, ``std`` (the population's, numpy's default,
+    as DyGLib reports it), ``n``, and ``eval_negative_kind`` (the link metrics' negatives, the
+    unprefixed ones; None for another task). A metric NaN in some seed is NaN in the summary: a mean
+    over the seeds that had it would hide that the others did not."""
     import numpy as np
     import pandas as pd
 
     cols = [c for c in per_seed.columns if c not in ("seed", "epoch")]
     values = per_seed[cols].to_numpy(dtype=np.float64)
-    return pd.DataFrame({"metric": cols, "mean": values.mean(0), "std": values.std(0), "n": len(per_seed)})
+    return pd.DataFrame({"metric": cols, "mean": values.mean(0), "std": values.std(0), "n": len(per_seed),
+                         "eval_negative_kind": negative_kind})
+
+
+def write_seed_tables(out, per_seed, negative_kind: str | None = None):
+    """``out/seeds.parquet`` (``per_seed``) and ``out/summary.parquet`` (:func:`seed_summary`), written
+    together; returns the summary."""
+    from dynagnn.atomic import write_all
+
+    summary = seed_summary(per_seed, negative_kind)
+    write_all({Path(out) / "seeds.parquet": lambda tmp: per_seed.to_parquet(tmp, index=False),
+               Path(out) / "summary.parquet": lambda tmp: summary.to_parquet(tmp, index=False)})
+    return summary
+
+
+def negative_kind_of(metrics) -> str | None:
+    """The evaluation negatives a run's metrics table was taken on (None: not a link task)."""
+    if "eval_negative_kind" not in metrics.columns or not len(metrics):
+        return None
+    return str(metrics["eval_negative_kind"].iloc[0])
 
 
 def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite: bool = False):
@@ -114,7 +141,7 @@ def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite
     other ranks of a torchrun job (every rank runs every seed: each seed is one job)."""
     import pandas as pd
 
-    from dynagnn.atomic import folder_refusal, write_all
+    from dynagnn.atomic import folder_refusal
 
     seeds = [int(k) for k in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -123,7 +150,7 @@ def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite
                             "the out-dir of a run over seeds")
     if reason and not overwrite:
         raise ConfigError(f"{reason} (or --overwrite)")
-    rows, rank0 = [], True
+    rows, rank0, kind = [], True, None
     for i, k in enumerate(seeds):
         log.info("seed %d (%d of %d) into %s", k, i + 1, len(seeds), Path(out) / f"seed-{k}")
         result = train(store_path, Path(out) / f"seed-{k}", dataclasses.replace(config, seed=k),
@@ -132,13 +159,9 @@ def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite
             rank0 = False
             continue
         metrics, _ = result
-        best = metrics[metrics["best"]].iloc[0]
-        keep = ["loss"] + [c for c in metrics.columns if c.startswith(("val_", "test_"))]
-        rows.append({"seed": k, "epoch": int(best["epoch"]), **{c: float(best[c]) for c in keep}})
+        rows.append(seed_row(metrics, k))
+        kind = negative_kind_of(metrics)
     if not rank0:
         return None
     per_seed = pd.DataFrame(rows)
-    summary = seed_summary(per_seed)
-    write_all({Path(out) / "seeds.parquet": lambda tmp: per_seed.to_parquet(tmp, index=False),
-               Path(out) / "summary.parquet": lambda tmp: summary.to_parquet(tmp, index=False)})
-    return per_seed, summary
+    return per_seed, write_seed_tables(out, per_seed, kind)

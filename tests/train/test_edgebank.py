@@ -98,3 +98,71 @@ def test_edgebank_refuses_what_it_cannot_be(link_store):
     for args, msg in [(("lru",), "EdgeBank memory 'lru'"), (("window",), "window memory needs window")]:
         with pytest.raises(ConfigError, match=msg):
             edgebank_snapshots(task, [3], *args)
+
+
+def _event_store(path):
+    from dynagnn.data import discretize as D
+    from dynagnn.data.store import write_store
+    from dynagnn.data.types import RawGraph
+
+    ev = random_events(n_nodes=15, n_events=700, t_max=3000, seed=5)
+    raw = RawGraph(num_nodes=15, node_ids=np.arange(15), events=ev, directed=True, name="eb")
+    snaps = D.build_snapshots(raw, by="time", width=500, directed=True)
+    return write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=4), spec={"seed": 5})
+
+
+@pytest.mark.parametrize("model,memory", [("edgebank", "unlimited"), ("edgebank_window", "window")])
+def test_a_run_of_edgebank_on_events_writes_its_metrics(tmp_path, model, memory):
+    """--model edgebank with the events strategy: one kept epoch whose metrics are EdgeBank's on the
+    task the strategy builds (its seed, batches and negatives), each reported kind's those of a task
+    of that kind; a checkpoint without weights; nothing trained (loss NaN)."""
+    from dynagnn.train.engine import TrainConfig, load_checkpoint_file, train
+
+    path = _event_store(tmp_path / "s.zarr")
+    cfg = TrainConfig.of(model=model, strategy="events", seed=2, event_batch=40, event_negatives=5,
+                         report_negative_kinds=["historical", "inductive"])
+    metrics, timings = train(path, tmp_path / "run", cfg, progress=False)
+    assert len(metrics) == 1 and bool(metrics["best"].iloc[0]) and np.isnan(metrics["loss"].iloc[0])
+    assert (metrics["eval_negative_kind"] == "random").all()
+    ev = open_store(path).events()
+    for kind in ("random", "historical", "inductive"):
+        task = EventLinkTask(ev, 15, 40, 5, seed=2, negative_kind=kind)
+        for split in ("val", "test"):
+            ref = edgebank_events(task, split, memory)
+            pre = f"{split}_" if kind == "random" else f"{split}_{kind}_"
+            for k, v in ref.items():
+                assert metrics[pre + k].iloc[0] == pytest.approx(v, nan_ok=True), (kind, split, k)
+    ck = load_checkpoint_file(tmp_path / "run" / "model.pt")
+    assert ck["model"] == model and ck["memory"] == memory and ck["state_dict"] == {}
+    assert set(timings["phase"]) == {"load", "evaluate"}
+
+
+def test_a_run_of_edgebank_on_snapshots_writes_its_metrics(link_store, tmp_path):
+    """--model edgebank_window with the sequential strategy: EdgeBank's metrics on the snapshot link task
+    of the run's window split, its window the test targets' count."""
+    from dynagnn.train.engine import TrainConfig, train
+
+    cfg = TrainConfig.of(model="edgebank_window", strategy="sequential", window=2, seed=1,
+                         report_negative_kinds=["historical"])
+    metrics, _ = train(link_store, tmp_path / "run", cfg, progress=False)
+    store = open_store(link_store)
+    for kind in ("random", "historical"):
+        task = LinkPrediction(store, seed=1, negative_kind=kind)
+        split = chronological_split(task.steps(2))
+        task.observe_split(split)
+        ref = edgebank_snapshots(task, split.test, "window", len(split.test))
+        pre = "test_" if kind == "random" else f"test_{kind}_"
+        for k, v in ref.items():
+            assert metrics[pre + k].iloc[0] == pytest.approx(v, nan_ok=True), (kind, k)
+
+
+@pytest.mark.parametrize("change,msg", [({"strategy": "frames"}, "not by the frames strategy"),
+                                        ({"workers": 2}, "on one process"),
+                                        ({"task": "regress"}, "predicts links")])
+def test_a_run_of_edgebank_refuses_what_it_cannot_be(link_store, tmp_path, change, msg):
+    from dynagnn.train.engine import TrainConfig, train
+
+    with pytest.raises(ConfigError, match=msg) as err:
+        train(link_store, tmp_path / "run", TrainConfig.of(**{"model": "edgebank", "strategy": "sequential", **change}),
+              progress=False)
+    assert "\n" not in str(err.value) and not (tmp_path / "run").exists()

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..tasks.negatives import KINDS
 from .values import _count_or_word, _flag, check_device
 
 log = logging.getLogger("dynagnn")
@@ -37,7 +38,9 @@ def add_train(sub, options: bool = True) -> None:
     tr.add_argument("--out-dir", type=Path, required=True, help="directory of the outputs")
     tr.add_argument("--model", help="a model of dynagnn.models.ALL_MODELS: tgcn (default), evolvegcn_o, evolvegcn_h, "
                                       "wdgcn, mpnn_lstm, gcrn, cdgcn, tmgcn; on a store with events tgn, jodie, "
-                                      "apan (with --strategy events); graphsage, gcn (with --strategy sampled)")
+                                      "apan (with --strategy events); graphsage, gcn (with --strategy sampled); "
+                                      "edgebank, edgebank_window (EdgeBank, trained by nothing: scored on the event "
+                                      "task with --strategy events, on the snapshot link task with sequential)")
     tr.add_argument("--strategy", help="sequential (default) or another of the strategies listed below, each with the "
                                        "options it takes")
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
@@ -164,5 +167,6 @@ def cmd_train(args) -> None:
     best = metrics[metrics["best"]].iloc[0]
     log.info("%s/%s: %d epochs in %.1fs; best epoch %d: %s", config.model, config.strategy, len(metrics),
              time.perf_counter() - t0, int(best["epoch"]),
-             ", ".join(f"{k} {best[k]:.4f}" for k in metrics.columns if k.startswith(("val_", "test_"))))
+             ", ".join(f"{k} {best[k]:.4f}" for k in metrics.columns
+                       if k.startswith(("val_", "test_")) and k.split("_")[1] not in KINDS))  # the run's own negatives
     training_curves(metrics, args.out_dir / "training.png", f"{args.store.parent.name}: {config.model}, {config.strategy}")

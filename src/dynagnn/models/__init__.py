@@ -9,6 +9,7 @@ from __future__ import annotations
 from dynagnn.errors import ConfigError, did_you_mean
 
 from .base import DynamicGNN, StackedGNN, State
+from .baselines import BASELINE_MODELS
 from .cdgcn import CDGCN
 from .evolvegcn import EvolveGCNH, EvolveGCNO
 from .gcrn import GCRN
@@ -23,9 +24,9 @@ from .tgnn import TGNN_MODELS
 
 MODELS: dict[str, type[DynamicGNN]] = {cls.name: cls for cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN,
                                                                   CDGCN, TMGCN)}
-# every name the config's model key takes: the snapshot models, the event models (models.tgnn) and the
-# sampled static GNNs (models.sage)
-ALL_MODELS: dict[str, type] = {**MODELS, **TGNN_MODELS, **SAMPLED_MODELS}
+# every name the config's model key takes: the snapshot models, the event models (models.tgnn), the
+# sampled static GNNs (models.sage) and the baselines that train nothing (models.baselines: EdgeBank)
+ALL_MODELS: dict[str, type] = {**MODELS, **TGNN_MODELS, **SAMPLED_MODELS, **BASELINE_MODELS}
 
 
 def model_class(name: str) -> type[DynamicGNN]:
@@ -44,6 +45,6 @@ def build_model(name: str, in_dim: int, hidden_dim: int, **kw) -> DynamicGNN:
     return model_class(name)(in_dim, hidden_dim, **kw)
 
 
-__all__ = ["MODELS", "ALL_MODELS", "TGNN_MODELS", "build_model", "model_class", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
+__all__ = ["MODELS", "ALL_MODELS", "TGNN_MODELS", "BASELINE_MODELS", "build_model", "model_class", "DynamicGNN", "StackedGNN", "State", "GCN", "GCNLayer", "find_gcn_layers",
            "TGCN", "EvolveGCNO", "EvolveGCNH", "WDGCN", "MPNNLSTM", "GCRN", "CDGCN", "TMGCN",
            "LinkPredictor", "NodeClassifier", "NodeRegressor"]

@@ -75,6 +75,7 @@ class EventLinkTask(NegativeKinds):
                  seed: int = 0, val: float = 0.15, test: float = 0.15, new_node_share: float = 0.1,
                  path: str = "store", negative_kind: str = "random", report_kinds=()):
         check_events(events, path)
+        self.events = events   # the stream (its edge features are the event models' input)
         self.src = np.asarray(events.src, dtype=np.int64)
         self.dst = np.asarray(events.dst, dtype=np.int64)
         self.t = np.asarray(events.t, dtype=np.float64)

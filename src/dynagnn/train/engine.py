@@ -59,6 +59,7 @@ from dynagnn.distributed.comm import Comm
 from dynagnn.distributed.context import DistContext
 from dynagnn.distributed.launch import available_cores, check_workers, launch, under_torchrun
 from dynagnn.errors import ConfigError, DynagnnError, one_line
+from dynagnn.models.baselines import BASELINE_MODELS
 from dynagnn.tables import write_parquet
 from dynagnn.timing import PhaseTimer
 from dynagnn.train.run_config import TrainConfig, shared_fields
@@ -530,6 +531,10 @@ def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: 
     trains. ``overwrite``: replace a finished run of another model, strategy, store or config in
     ``out`` (``train --overwrite``)."""
     overwrite = bool(overwrite)
+    if config.model in BASELINE_MODELS:   # EdgeBank: scored, not trained
+        from dynagnn.train.edgebank_run import run_edgebank
+
+        return run_edgebank(store_path, out, config, overwrite)
     ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
         return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite,

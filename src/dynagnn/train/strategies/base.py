@@ -175,6 +175,24 @@ class Strategy:
         t0 = time.perf_counter()
         features = store.require_features()
         load_seconds = time.perf_counter() - t0
+        task, split, sequence, window = self.make_task(store)
+        empty = task.empty_windows(split.train) if hasattr(task, "empty_windows") else []
+        if empty and ctx.is_main:
+            log.info("%d of %d training windows predict a snapshot with no edge (ending at %s): scored on "
+                     "their negatives only", len(empty), len(split.train), ", ".join(map(str, empty)))
+        t0 = time.perf_counter()
+        host = load_host_snapshots(store)
+        load_seconds += time.perf_counter() - t0
+        in_dim = int(features.shape[-1])
+        model = self.build_model(in_dim).to(ctx.device)
+        head = task.head(model.out_dim).to(ctx.device)
+        return Run(store, task, model, head, timer, ctx, comm, host, features, window, c.batch_windows,
+                   c, split=split, in_dim=in_dim, load_seconds=load_seconds, sequence=sequence)
+
+    def make_task(self, store):
+        """(task, split of its window ends, sequence mode, window) of a run on ``store``: the config's
+        task (or the store's inferred one) with the link task's negatives, split chronologically."""
+        c = self.config
         kind = getattr(self.options, "eval_negative_kind", "random")
         reported = list(getattr(self.options, "report_negative_kinds", []))
         link_opts = {"neg_ratio": c.neg_ratio, "eval_negatives": c.eval_negatives, "max_edges": c.max_edges,
@@ -189,18 +207,7 @@ class Strategy:
         split = chronological_split(task.steps(window))
         if task_name == "link":
             task.observe_split(split)
-        empty = task.empty_windows(split.train) if hasattr(task, "empty_windows") else []
-        if empty and ctx.is_main:
-            log.info("%d of %d training windows predict a snapshot with no edge (ending at %s): scored on "
-                     "their negatives only", len(empty), len(split.train), ", ".join(map(str, empty)))
-        t0 = time.perf_counter()
-        host = load_host_snapshots(store)
-        load_seconds += time.perf_counter() - t0
-        in_dim = int(features.shape[-1])
-        model = self.build_model(in_dim).to(ctx.device)
-        head = task.head(model.out_dim).to(ctx.device)
-        return Run(store, task, model, head, timer, ctx, comm, host, features, window, c.batch_windows,
-                   c, split=split, in_dim=in_dim, load_seconds=load_seconds, sequence=sequence)
+        return task, split, sequence, window
 
     def input_dim(self, store) -> int:
         """The width of what the model reads from ``store`` (the node features by default); ConfigError

@@ -143,11 +143,8 @@ class EventStrategy(Strategy):
         if c.task not in ("auto", "link"):
             raise ConfigError(f"task {c.task!r}: the event models predict links (task auto or link)")
         t0 = time.perf_counter()
-        events = store.events()
-        task = EventLinkTask(events, store.num_nodes, o.event_batch, o.event_negatives, c.seed,
-                             path=str(store.path), negative_kind=o.eval_negative_kind,
-                             report_kinds=o.report_negative_kinds)
-        feats = edge_features(events)
+        task = self.make_task(store)[0]
+        feats = edge_features(task.events)
         load_seconds = time.perf_counter() - t0
         in_dim = 0 if feats is None else int(feats.shape[1])
         extra = {}
@@ -158,6 +155,16 @@ class EventStrategy(Strategy):
         head = LinkPredictor(model.out_dim).to(ctx.device)
         return Run(store, task, model, head, timer, ctx, comm, features=feats, config=c,
                    split=task.split, in_dim=in_dim, load_seconds=load_seconds)
+
+    def make_task(self, store):
+        """(task, its split of batch units, "window", 1): the event link task over the store's stream,
+        its evaluation negatives the run's (the tuple is the snapshot strategies' :meth:`make_task`'s)."""
+        c, o = self.config, self.options
+        events = store.events()
+        task = EventLinkTask(events, store.num_nodes, o.event_batch, o.event_negatives, c.seed,
+                             path=str(store.path), negative_kind=o.eval_negative_kind,
+                             report_kinds=o.report_negative_kinds)
+        return task, task.split, "window", 1
 
     def setup(self, run: Run) -> None:
         """The memory, the samplers (training: the kept training events; evaluation: the whole
