@@ -125,20 +125,14 @@ def run_job(store: Path, root: Path, job: dict, fresh: bool) -> str:
 
 def summarise(root: Path, models, seeds) -> list[Path]:
     """Each (model, strategy)'s seeds.parquet and summary.parquet from its seeds' runs; their paths."""
-    import pandas as pd
-
-    from dynagnn.api import negative_kind_of, seed_row, write_seed_tables
+    from dynagnn.api import gather_seeds
 
     made = []
     for model in models:
         for run in sorted((root / model).glob("*-1")):
-            runs = {k: run / f"seed-{k}" / "metrics.parquet" for k in seeds}
-            if not all(p.is_file() for p in runs.values()):
-                continue
-            tables = {k: pd.read_parquet(p) for k, p in runs.items()}
-            per_seed = pd.DataFrame([seed_row(t, k) for k, t in tables.items()])
-            write_seed_tables(run, per_seed, negative_kind_of(tables[seeds[0]]))
-            made.append(run / "summary.parquet")
+            if all((run / f"seed-{k}" / "metrics.parquet").is_file() for k in seeds):
+                gather_seeds(run, seeds)
+                made.append(run / "summary.parquet")
     return made
 
 

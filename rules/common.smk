@@ -44,6 +44,7 @@ wildcard_constraints:
     device="cpu|cuda",
     workers="[0-9]+",
     cores="[0-9]+",
+    seed="[0-9]+",
 
 
 def source_files(name):
@@ -124,6 +125,9 @@ def _check_event_runs():
 if TRAIN_RUNS:
     _check_event_runs()
 
+# the runs of one seed each: the speed figures (compare, sampled, sven) set these side by side
+SPEED_RUNS = [r for r in TRAIN_RUNS if not r["seeds"]]
+
 
 def slot_of(wildcards):
     """(workers, threads per process) of a training job's folder ``<strategy>-<workers>``: ``2`` is 2
@@ -147,7 +151,7 @@ def compared(wildcards, of=None):
     """Strategies trained on (dataset, model) with ``workers`` workers of one thread, in config order;
     ``of``: only that family's."""
     key = (wildcards.dataset, wildcards.model, str(wildcards.workers))
-    return [r["strategy"] for r in TRAIN_RUNS if (r["dataset"], r["model"], r["slot"]) == key
+    return [r["strategy"] for r in SPEED_RUNS if (r["dataset"], r["model"], r["slot"]) == key
             and (of is None or family(r["strategy"])["family"] == of)]
 
 
@@ -156,7 +160,7 @@ def equal_hardware(wildcards):
     worker × threads): BLAD's 1 × 2 beside ESDG's 2 × 1 beside one process of 2 threads, never runs of
     another size. A label is the strategy, with its slot where two runs share one."""
     base = f"{RESULTS}/{wildcards.dataset}/{wildcards.model}"
-    runs = [r for r in TRAIN_RUNS if (r["dataset"], r["model"], r["cores"]) ==
+    runs = [r for r in SPEED_RUNS if (r["dataset"], r["model"], r["cores"]) ==
             (wildcards.dataset, wildcards.model, int(wildcards.cores))]
     names = [r["strategy"] for r in runs]
     return {(r["strategy"] if names.count(r["strategy"]) == 1 else f"{r['strategy']}@{r['slot']}"):
@@ -165,7 +169,7 @@ def equal_hardware(wildcards):
 
 def compare_plan(wildcards):
     """The plan the group strategies among the compared runs trained by (none: no plan)."""
-    workers = sorted({r["workers"] for r in TRAIN_RUNS if (r["dataset"], r["model"], r["cores"]) ==
+    workers = sorted({r["workers"] for r in SPEED_RUNS if (r["dataset"], r["model"], r["cores"]) ==
                       (wildcards.dataset, wildcards.model, int(wildcards.cores))
                       and family(r["strategy"])["needs_plan"]})
     return [f"{RESULTS}/{wildcards.dataset}/{wildcards.model}/plan-{workers[0]}.json"] if workers else []
@@ -195,6 +199,21 @@ def train_options_json(wildcards):
                 options["plan"] = train_plan(wildcards)
             return json.dumps(options, sort_keys=True)
     raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-"
+                        f"{wildcards.workers} in config train.runs")
+
+
+def train_seed_options_json(wildcards):
+    """One seed's job of a run with seeds: the run's options with that seed."""
+    return json.dumps({**json.loads(train_options_json(wildcards)), "seed": int(wildcards.seed)}, sort_keys=True)
+
+
+def run_seeds(wildcards):
+    """The seeds of the run trained into ``<strategy>-<workers>/`` (its per-seed jobs' folders)."""
+    for run in TRAIN_RUNS:
+        if (run["dataset"], run["model"], run["strategy"], run["slot"]) == (
+                wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers) and run["seeds"]:
+            return run["seeds"]
+    raise WorkflowError(f"no train run with seeds for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-"
                         f"{wildcards.workers} in config train.runs")
 
 
@@ -261,7 +280,11 @@ def all_outputs():
         events = config["datasets"][d]["format"] not in NO_EVENTS
         outs += [f"{RESULTS}/{d}/analysis/{name}.parquet" for name in _ANALYSES if events or name not in _NEEDS_EVENTS]
     for run in TRAIN_RUNS:
-        outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['slot']}/training.png")
+        folder = f"{RESULTS}/{run['dataset']}/{run['model']}/{run['strategy']}-{run['slot']}"
+        if run["seeds"]:   # a job per seed, then the summary over them; in no speed figure
+            outs += [f"{folder}/seed-{k}/training.png" for k in run["seeds"]] + [f"{folder}/summary.parquet"]
+            continue
+        outs.append(f"{folder}/training.png")
         # the family figure of a run's strategy (rules/train.smk): BLAD's runs beside the others on as
         # many cores (compare-<cores>), BGL's data path beside its baselines (sampled-<workers>), Sven
         # beside DepComm and DepCache (sven-<workers>)

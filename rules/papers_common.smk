@@ -53,9 +53,9 @@ def paper_outputs():
     check for every (dataset, model) trained sequentially on one worker and by some strategy on more."""
     outs = [f"{RESULTS}/{d}/{m}/{s}.png" for s, d, m in dict.fromkeys(
         (r["study"], r["dataset"], r["model"]) for r in STUDY_RUNS)]
-    sequential = {(r["dataset"], r["model"]) for r in TRAIN_RUNS if (r["strategy"], r["workers"]) == ("sequential", 1)}
+    sequential = {(r["dataset"], r["model"]) for r in SPEED_RUNS if (r["strategy"], r["workers"]) == ("sequential", 1)}
     outs += [f"{RESULTS}/{d}/{m}/accuracy-{p}.png" for d, m, p in dict.fromkeys(
-        (r["dataset"], r["model"], r["workers"]) for r in TRAIN_RUNS if r["workers"] > 1)
+        (r["dataset"], r["model"], r["workers"]) for r in SPEED_RUNS if r["workers"] > 1)
         if (d, m) in sequential]
     return outs
 

@@ -53,6 +53,53 @@ rule train:
         "--workers {params.workers} --threads {params.threads} > {log:q} 2>&1 && echo made: {output:q}"
 
 
+# A run with seeds: one job per seed into <strategy>-<workers>/seed-<k>/ (the train rule with the seed in
+# its options), then the seeds gathered: each seed's best epoch and the mean ± std of every metric.
+use rule train as train_seed with:
+    output:
+        metrics=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}/metrics.parquet",
+        timings=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}/timings.parquet",
+        comm=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}/comm.parquet",
+        model=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}/model.pt",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}/training.png",
+            caption="../workflow/report/training.rst",
+            category="Training",
+            subcategory="{dataset}",
+        ),
+    log:
+        f"{RESULTS}/logs/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seed-{{seed}}.tsv"
+    params:
+        options=train_seed_options_json,
+        out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
+        launcher=train_launcher,
+        workers=lambda wildcards: slot_of(wildcards)[0],
+        threads=lambda wildcards: slot_of(wildcards)[1],
+
+
+rule seed_summary:
+    wildcard_constraints:
+        workers="[0-9]+(t[0-9]+)?",
+    input:
+        lambda wc: [f"{RESULTS}/{wc.dataset}/{wc.model}/{wc.strategy}-{wc.workers}/seed-{k}/metrics.parquet"
+                    for k in run_seeds(wc)],
+    output:
+        summary=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/summary.parquet",
+        seeds=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seeds.parquet",
+    log:
+        f"{RESULTS}/logs/train/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/seeds.log",
+    threads: 1
+    params:
+        run_dir=lambda wildcards, output: os.path.dirname(output.summary),
+        seeds=lambda wildcards: " ".join(map(str, run_seeds(wildcards))),
+    conda:
+        "../envs/dynagnn.yaml"
+    shell:
+        "python -m dynagnn seeds {params.run_dir:q} --seeds {params.seeds} > {log:q} 2>&1 && echo made: {output:q}"
+
+
 # BLAD Figs. 12, 15, 16: the strategies trained on a (dataset, model) on the same cores side by side
 # (BLAD's 1 worker x 2 processes, ESDG's 2 x 1, one process of 2 threads: equal hardware, never a run of
 # another size), measured against the schedule plan's predicted epoch time, sync-wait and overlap shares.

@@ -157,3 +157,11 @@ def test_two_runs_into_one_folder_with_other_options_are_refused():
     # the same run twice, or the same folder name on another thread count, is no conflict
     validate({**MIN, "train": {"runs": [one, dict(one)]}})
     validate({**MIN, "train": {"runs": [one, {**one, "options": {"batch_windows": 8, "threads": 2}}]}})
+
+
+def test_a_run_with_seeds_and_one_without_into_one_folder_are_refused():
+    one = {"dataset": "a", "models": ["tgcn"], "strategies": ["sequential"]}
+    with pytest.raises(ConfigError, match=r"train\.runs\.1: trains a/tgcn/sequential-1 as train\.runs\.0 does, "
+                                          r"with other seeds: one run would replace the other"):
+        validate({**MIN, "train": {"runs": [one, {**one, "seeds": [0, 1]}]}})
+    validate({**MIN, "train": {"runs": [{**one, "seeds": [0, 1]}, {**one, "seeds": [0, 1]}]}})

@@ -125,6 +125,38 @@ def write_seed_tables(out, per_seed, negative_kind: str | None = None):
     return summary
 
 
+def gather_seeds(out, seeds=None):
+    """``out/seeds.parquet`` and ``out/summary.parquet`` from the finished runs ``out/seed-<k>/`` (each
+    one seed's training run, as :func:`train_seeds` or the workflow's per-seed jobs write them; ``seeds``:
+    those, else every ``seed-<k>`` folder there). Returns (per-seed table, summary); InputError, in one
+    line, where a seed's run is missing or is not a training run, or where the runs differ in their
+    evaluation negatives."""
+    import pandas as pd
+
+    from dynagnn.errors import InputError
+
+    out = Path(out)
+    if seeds is None:
+        seeds = sorted(int(d.name[5:]) for d in out.glob("seed-*") if d.name[5:].isdigit())
+    if not seeds:
+        raise InputError("no seed-<k> folder here: nothing to gather", out)
+    tables = {}
+    for k in seeds:
+        path = out / f"seed-{int(k)}" / "metrics.parquet"
+        try:
+            tables[int(k)] = pd.read_parquet(path)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"seed {k}: no readable training run ({' '.join(str(exc).split())[:120]})", path) from None
+        if "best" not in tables[int(k)].columns:
+            raise InputError(f"seed {k}: not a training run's metrics (no best column)", path)
+    kinds = {negative_kind_of(t) for t in tables.values()}
+    if len(kinds) > 1:
+        raise InputError(f"the seeds' runs were evaluated on different negatives ({', '.join(map(str, sorted(kinds, key=str)))}): "
+                         "their metrics are not one quantity", out)
+    per_seed = pd.DataFrame([seed_row(t, k) for k, t in tables.items()])
+    return per_seed, write_seed_tables(out, per_seed, kinds.pop())
+
+
 def negative_kind_of(metrics) -> str | None:
     """The evaluation negatives a run's metrics table was taken on (None: not a link task)."""
     if "eval_negative_kind" not in metrics.columns or not len(metrics):

@@ -212,13 +212,14 @@ def _check_one_run_per_folder(section: dict[str, Any]) -> None:
     for i, run in enumerate(section.get("runs", [])):
         for r in train_runs({"train": {**section, "runs": [run]}}):
             folder = (r["dataset"], r["model"], f"{r['strategy']}-{r['slot']}")
-            if folder in seen and seen[folder][1] != r["options"]:
+            mine = {**r["options"], "seeds": r["seeds"]}   # a run with seeds is its seeds' folders
+            if folder in seen and seen[folder][1] != mine:
                 j, other = seen[folder]
-                differ = sorted(k for k in set(other) | set(r["options"]) if other.get(k) != r["options"].get(k))
+                differ = sorted(k for k in set(other) | set(mine) if other.get(k) != mine.get(k))
                 raise ConfigError(f"config key train.runs.{i}: trains {'/'.join(folder)} as train.runs.{j} does, "
                                   f"with other {', '.join(differ)}: one run would replace the other; "
                                   "give one of them another dataset, model, strategy or worker count")
-            seen.setdefault(folder, (i, r["options"]))
+            seen.setdefault(folder, (i, mine))
 
 
 def keys_for(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -233,8 +234,9 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (dataset, model, strategy, workers) the config trains, with its options: the shared keys
     and the strategy's own, section defaults overridden by the run's (a key reaches only the
     strategies that take it); ``threads`` per process (the run's option, else 1), ``slot`` (its
-    folder's suffix: ``2``, or ``1t2`` with threads) and ``cores`` (workers × processes per worker ×
-    threads: what the compare rule pairs runs by)."""
+    folder's suffix: ``2``, or ``1t2`` with threads), ``cores`` (workers × processes per worker ×
+    threads: what the compare rule pairs runs by) and ``seeds`` (the run's seeds: one job each into
+    ``seed-<k>/``; [] for one run of the section's seed)."""
     keys = _train_keys()
     section = cfg.get("train", {})
     base = {k: v for k, v in section.items() if k != "runs"}
@@ -249,7 +251,7 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                     w = int(workers)
                     out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": w,
                                 "threads": threads, "slot": f"{w}" if threads == 1 else f"{w}t{threads}",
-                                "cores": w * ppw * threads,
+                                "cores": w * ppw * threads, "seeds": [int(k) for k in run.get("seeds") or []],
                                 "options": {**keys_for(strategy, opts), "model": model, "strategy": strategy,
                                             "workers": w}})
     return out

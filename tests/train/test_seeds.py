@@ -68,3 +68,28 @@ def test_seeds_refuse_a_folder_of_something_else(link_store, tmp_path):
     with pytest.raises(ConfigError, match=r"holds 1 other entry \(seed-9\).*\(or --overwrite\)"):
         train_seeds(link_store, out, cfg, [0], progress=False)
     assert sorted(p.name for p in out.iterdir()) == ["seed-9"]     # nothing written
+
+
+def test_gather_seeds_is_train_seeds_tables_and_refuses_what_is_not_one_quantity(link_store, tmp_path):
+    """`dynagnn seeds DIR` (the workflow's gather of per-seed jobs) writes the tables train_seeds writes;
+    a missing seed or seeds evaluated on other negatives are refused in one line, nothing written."""
+    from dynagnn.api import gather_seeds
+    from dynagnn.errors import InputError
+
+    out = tmp_path / "runs"
+    cfg = TrainConfig.of(model="tgcn", hidden=4, window=2, epochs=1)
+    per_seed, summary = train_seeds(link_store, out, cfg, [0, 3], progress=False)
+    (out / "summary.parquet").unlink()
+    assert main(["seeds", str(out)]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "summary.parquet"), summary)
+    pd.testing.assert_frame_equal(gather_seeds(out, [0, 3])[0], per_seed)
+    with pytest.raises(InputError, match="seed 7: no readable training run"):
+        gather_seeds(out, [0, 7])
+    other = tmp_path / "other"
+    train_seeds(link_store, other, TrainConfig.of(model="tgcn", hidden=4, window=2, epochs=1,
+                                                  eval_negative_kind="historical"), [5], progress=False)
+    (other / "seed-5").rename(out / "seed-5")
+    before = (out / "summary.parquet").read_bytes()
+    with pytest.raises(InputError, match=r"different negatives \(historical, random\)") as err:
+        gather_seeds(out)
+    assert "\n" not in str(err.value) and (out / "summary.parquet").read_bytes() == before

@@ -51,7 +51,11 @@ def snakemake(wd, *args):
 TRAIN_RUNS = [{"dataset": "synth", "models": ["tgcn", "evolvegcn_o"], "strategies": ["sequential"],
                "options": {"lr": 0.02}},
               {"dataset": "synth", "models": ["wdgcn"], "strategies": ["vertex"], "workers": [2],
-               "options": {"lr": 0.02}}]
+               "options": {"lr": 0.02}},
+              # seeds: a job per seed, then the summary; EdgeBank scored on the snapshot link task
+              {"dataset": "synth", "models": ["tgcn"], "strategies": ["frames"], "seeds": [0, 1],
+               "options": {"lr": 0.02, "frame_size": 2, "report_negative_kinds": ["historical"]}},
+              {"dataset": "synth", "models": ["edgebank"], "strategies": ["sequential"], "seeds": [0, 1]}]
 
 TINY = {
     "toy": {"format": "snap-edgelist", "path": "data/snap_temporal.txt", "directed": False,
@@ -111,6 +115,23 @@ def test_workflow_runs_and_outputs_match_library(tmp_path):
     assert sorted(pd.read_parquet(out / "timings.parquet")["worker"].unique()) == [0, 1]
     comm = pd.read_parquet(out / "comm.parquet")
     assert {"halo", "halo.backward", "gather", "grad_all_reduce"} <= set(comm["collective"])
+    # Runs with seeds: each seed's job is the library's run of that seed; the summary is the seeds' mean and std.
+    for model, strategy, extra in (("tgcn", "frames", {"frame_size": 2, "report_negative_kinds": ["historical"]}),
+                                   ("edgebank", "sequential", {})):
+        folder = wd / "results" / "synth" / model / f"{strategy}-1"
+        cfg = TrainConfig.of(model=model, strategy=strategy, hidden=4, window=2, epochs=2, lr=0.02, threads=1, seed=1,
+                             **extra)
+        want, _ = train(wd / "results" / "synth" / "store.zarr", tmp_path / "lib" / f"{model}-seed", cfg, progress=False)
+        got = pd.read_parquet(folder / "seed-1" / "metrics.parquet")
+        cols = [c for c in want.columns if c.startswith(("val_", "test_"))]
+        pd.testing.assert_frame_equal(got[cols], want[cols], rtol=1e-5, atol=1e-6)
+        per_seed = pd.read_parquet(folder / "seeds.parquet")
+        summary = pd.read_parquet(folder / "summary.parquet").set_index("metric")
+        assert per_seed["seed"].tolist() == [0, 1] and (summary["n"] == 2).all()
+        for col in ("test_auc", "test_ap") + (("test_historical_auc",) if model == "tgcn" else ()):
+            best = [pd.read_parquet(folder / f"seed-{k}" / "metrics.parquet").query("best")[col].iloc[0] for k in (0, 1)]
+            assert summary.loc[col, "mean"] == pytest.approx(np.mean(best)) and summary.loc[col, "std"] == pytest.approx(np.std(best))
+        assert not (folder / "metrics.parquet").exists() and (folder / "seed-0" / "training.png").exists()
     # Profile and schedule: the predictor of the quick grid, and per trained (dataset, model) a plan whose
     # predicted loads are build_plan's on the predictor's per-snapshot predictions.
     from dynagnn.cost.models import model_calls

@@ -30,8 +30,8 @@ from .. import __version__
 from ..errors import DynagnnError
 from .checks import FLAG_KEYS, OUTPUTS, check_flags, check_outputs
 from .report import (add_check_config, add_claims, add_compare, add_compare_sampled, add_compare_sven, add_info,
-                     add_runtimes, add_study, cmd_check_config, cmd_claims, cmd_compare, cmd_compare_sampled,
-                     cmd_compare_sven, cmd_info, cmd_runtimes, cmd_study)
+                     add_runtimes, add_seeds, add_study, cmd_check_config, cmd_claims, cmd_compare, cmd_compare_sampled,
+                     cmd_compare_sven, cmd_info, cmd_runtimes, cmd_seeds, cmd_study)
 from .stages import (add_analyze, add_ingest, add_profile, add_schedule, add_stats, cmd_analyze, cmd_ingest,
                      cmd_profile, cmd_schedule, cmd_stats)
 from .train import TRAIN_FLAGS, add_train, cmd_train
@@ -72,7 +72,8 @@ def _parser(train_options: bool = True) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="stage", required=True, metavar="stage")
     p.stages = sub.choices
     for add in (add_ingest, add_stats, add_analyze, add_profile, add_schedule, add_train, add_compare,
-                add_compare_sampled, add_compare_sven, add_runtimes, add_study, add_claims, add_info, add_check_config):
+                add_compare_sampled, add_compare_sven, add_runtimes, add_seeds, add_study, add_claims, add_info,
+                add_check_config):
         if add is add_train:
             add(sub, train_options)
         else:
@@ -91,7 +92,8 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
 
 COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "profile": cmd_profile,
             "schedule": cmd_schedule, "train": cmd_train, "compare": cmd_compare, "compare-sampled": cmd_compare_sampled,
-            "compare-sven": cmd_compare_sven, "runtimes": cmd_runtimes, "study": cmd_study, "claims": cmd_claims,
+            "compare-sven": cmd_compare_sven, "runtimes": cmd_runtimes, "seeds": cmd_seeds, "study": cmd_study,
+            "claims": cmd_claims,
             "info": cmd_info, "check-config": cmd_check_config}
 
 

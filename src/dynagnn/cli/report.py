@@ -144,6 +144,26 @@ def cmd_runtimes(args) -> None:
         log.info("%-12s %8.1f s", rule, seconds)
 
 
+def add_seeds(sub) -> None:
+    sd = sub.add_parser("seeds", help="a run's seeds gathered: each seed's best epoch and the mean ± std of every "
+                                      "metric", description="Read RUN_DIR/seed-<k>/metrics.parquet (the runs of "
+                        "`train --seeds`, or the workflow's per-seed jobs of a run with seeds) and write "
+                        "RUN_DIR/seeds.parquet (each seed's best epoch: its loss, validation and test metrics) and "
+                        "RUN_DIR/summary.parquet (metric, mean, std over the seeds, the population's as DyGLib "
+                        "reports it, n, and the evaluation negatives).")
+    sd.add_argument("run_dir", type=Path, help="the folder holding seed-<k>/")
+    sd.add_argument("--seeds", type=int, nargs="+", metavar="K", help="these seeds (default: every seed-<k> there)")
+
+
+def cmd_seeds(args) -> None:
+    from ..api import gather_seeds
+
+    _, summary = gather_seeds(args.run_dir, args.seeds)
+    for r in summary.itertuples():
+        if r.metric.startswith("test_"):
+            log.info("%-28s %.4f ± %.4f (%d seeds)", r.metric, r.mean, r.std, r.n)
+
+
 def add_study(sub) -> None:
     st = sub.add_parser("study", help="training runs side by side: epoch time and speed-up over the first, peak "
                                       "memory, accuracy (PiPAD's ladder, ESDG's checkpoint blocks, BLAD's accuracy)",
