@@ -221,6 +221,8 @@ def check_shapes(store) -> None:
             expect = ((N,) if arr.ndim == 2 else (T, N)) + shape[-1:]
         elif name == "labels/y":  # [N], [T, N] or [T, N, C]
             expect = ((N,) if arr.ndim == 1 else (T, N)) + shape[2:]
+        elif name == "negatives/dst":  # a row of K destinations per listed event (TGB's negatives)
+            expect = (int(root["negatives/event"].shape[0]),) + shape[1:] if "negatives/event" in root else ()
         else:
             continue
         if shape != expect:

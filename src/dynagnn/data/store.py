@@ -157,6 +157,10 @@ def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, thr
             w.add("events/label", ev.label.astype(np.int64), ("event",))
         if ev.features is not None:
             w.add("events/features", ev.features.astype(np.float32), ("event", "feature"))
+        if ev.negatives is not None:
+            event, neg = check_stored_negatives(ev.negatives, len(ev), n)
+            w.add("negatives/event", event, ("negative_event",))
+            w.add("negatives/dst", neg, ("negative_event", "negative"))
     if features is not None:
         dims = ("snapshot", "node", "feature") if features.ndim == 3 else ("node", "feature")
         w.add("features/x", features.astype(np.float32), dims)
@@ -341,8 +345,32 @@ class SnapshotStore:
         def opt(name):
             return self.read(name) if self.has(name) else None
         src, dst = self.event_ids()
+        negatives = None
+        if self.has("negatives/event"):
+            try:
+                negatives = check_stored_negatives((self.read("negatives/event"),
+                                                    self.read("negatives/dst")), src.size, self.num_nodes)
+            except ValueError as exc:
+                raise StoreError(f"{self.path}: negatives/: {exc}") from None
         return EventStream(src, dst, self.read("events/t"), opt("events/w"), opt("events/label"),
-                           opt("events/features"))
+                           opt("events/features"), negatives=negatives)
+
+
+def check_stored_negatives(negatives, num_events: int, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(event int64 [M], dst int64 [M, K]) of pre-generated evaluation negatives (TGB's), checked:
+    events strictly increasing within [0, E), K >= 1, destinations within [0, N); ValueError in one
+    line otherwise."""
+    event, dst = (np.asarray(a) for a in negatives)
+    if event.ndim != 1 or dst.ndim != 2 or dst.shape[0] != event.shape[0] or dst.shape[1] < 1:
+        raise ValueError(f"expected event [M] and dst [M, K >= 1], got shapes {list(event.shape)} and {list(dst.shape)}")
+    if event.dtype.kind not in "iu" or dst.dtype.kind not in "iu":
+        raise ValueError(f"event and dst must be integer ids, got {event.dtype} and {dst.dtype}")
+    event, dst = event.astype(np.int64), dst.astype(np.int64)
+    if event.size and (event[0] < 0 or event[-1] >= num_events or (np.diff(event) <= 0).any()):
+        raise ValueError(f"event indices must increase strictly within [0, {num_events})")
+    if dst.size and (dst.min() < 0 or dst.max() >= num_nodes):
+        raise ValueError(f"negative destinations must be node ids within [0, {num_nodes})")
+    return event, dst
 
 
 def open_store(path: str | Path) -> SnapshotStore:

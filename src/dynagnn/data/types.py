@@ -27,6 +27,9 @@ class EventStream:
     order: int64 [E] or None: the source row of each event when the source was not in time order
     (event i is the source's data row ``order[i]``; None: event i is row i). Ingest's checks use
     it to name a bad event's line, then drop it.
+    negatives: (event int64 [M], dst int64 [M, K]) or None: pre-generated evaluation negatives (TGB's):
+    K negative destinations for the source of each listed event, events in increasing order. The
+    event task scores those events against them instead of drawing its own random negatives.
     """
 
     src: np.ndarray
@@ -36,6 +39,7 @@ class EventStream:
     label: np.ndarray | None = None
     features: np.ndarray | None = None
     order: np.ndarray | None = None
+    negatives: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return int(self.src.shape[0])

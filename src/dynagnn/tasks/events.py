@@ -18,6 +18,11 @@
   instead, one negative edge per event, both ends drawn from the stream's past edges of that kind
   over the batch's period; AP and AUC only (an MRR needs K corruptions of one source).
 
+* Stored negatives: where the store carries pre-generated evaluation negatives (``negatives/event``,
+  ``negatives/dst``: TGB's protocol, written by a reader of TGB's files), they replace the random ones: each listed
+  event against its K stored destinations (AP and AUC on the first, MRR among all), and the metrics
+  say ``eval_negative_kind: stored``.
+
 The task holds indices only; a batch unit is an integer, the index of a batch of ``batch_size``
 consecutive events of its split (training batches of the kept training events).
 """
@@ -79,7 +84,7 @@ class EventLinkTask(NegativeKinds):
         self.src = np.asarray(events.src, dtype=np.int64)
         self.dst = np.asarray(events.dst, dtype=np.int64)
         self.t = np.asarray(events.t, dtype=np.float64)
-        self.num_nodes, self.seed = int(num_nodes), int(seed)
+        self.num_nodes, self.seed, self.path = int(num_nodes), int(seed), str(path)
         self.batch_size, self.eval_negatives = int(batch_size), int(eval_negatives)
         if self.eval_negatives < 1:
             raise ConfigError(f"eval_negatives {eval_negatives}: evaluation needs at least 1 negative per event")
@@ -116,12 +121,29 @@ class EventLinkTask(NegativeKinds):
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
         self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
         self.set_kinds(negative_kind, report_kinds)
+        # TGB's pre-generated negatives, where the store carries them, stand for the random ones
+        self.stored = getattr(events, "negatives", None)
+        if self.stored is not None:
+            self.eval_negatives = int(self.stored[1].shape[1])
+            if self.negative_kind == "random":
+                self.negative_kind = "stored"
         # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
         # observed = up to the end of training for validation, of validation for test (DyGLib's)
         self._history: EdgeHistory | None = None
         self.observed_end = {"val": float(self.t[self.train_events].max()), "test": float(self.t[self.val_events].max())}
         self._ind_history: dict[str, EdgeHistory] = {}  # the inductive pass's: its events alone (DyGLib's)
         self.negatives_drawn = {"of_kind": 0, "all": 0}  # evaluation negatives of the asked kind, of all drawn
+
+    def stored_negatives_of(self, events: np.ndarray) -> np.ndarray:
+        """int64 [B, K]: the store's pre-generated negative destinations of ``events`` (TGB's);
+        StoreError naming an event the store lists none for."""
+        event, dst = self.stored
+        at = np.searchsorted(event, events)
+        missing = (at >= event.size) | (event[np.minimum(at, event.size - 1)] != events)
+        if missing.any():
+            raise StoreError(f"{self.path}: event {int(events[missing][0])} has no stored evaluation negatives "
+                             "(negatives/event lists every validation and test event, or none)")
+        return dst[at]
 
     def history(self) -> EdgeHistory:
         """The stream's edges by first time seen (built on first use: random negatives need none)."""
@@ -153,6 +175,8 @@ class EventLinkTask(NegativeKinds):
         positives, from :class:`~dynagnn.tasks.negatives.EdgeHistory` over the batch's period; the
         inductive pass from a history of its own events, as DyGLib's new-node samplers),
         drawn from ``(seed, split, pass, first event)``; :attr:`negatives_drawn` counts them."""
+        if self.negative_kind == "stored":
+            return self.stored_negatives_of(events)
         if self.negative_kind != "random":
             history = self.history()
             if inductive:
@@ -194,7 +218,7 @@ def split_metrics(task: EventLinkTask, split: str, events: np.ndarray, score_pas
     ind = events[task.inductive[events]]
     metrics.update({f"ind_{k}": v for k, v in link_metrics(*score_pass(ind, True), task.batch_size).items()})
     metrics["ind_events"] = float(ind.size)
-    if task.negative_kind != "random":  # one negative edge per event: no MRR to take
+    if task.negative_kind in ("historical", "inductive"):  # one negative edge per event: no MRR to take
         metrics["mrr"] = metrics["ind_mrr"] = float("nan")
     drawn = task.negatives_drawn
     metrics["negatives_of_kind"] = drawn["of_kind"] / drawn["all"] if drawn["all"] else 1.0
