@@ -165,3 +165,11 @@ def test_a_run_with_seeds_and_one_without_into_one_folder_are_refused():
                                           r"with other seeds: one run would replace the other"):
         validate({**MIN, "train": {"runs": [one, {**one, "seeds": [0, 1]}]}})
     validate({**MIN, "train": {"runs": [{**one, "seeds": [0, 1]}, {**one, "seeds": [0, 1]}]}})
+
+
+def test_edgebank_with_a_strategy_that_cannot_score_it_is_refused():
+    run = {"dataset": "a", "models": ["tgcn", "edgebank"], "strategies": ["sequential", "frames"]}
+    with pytest.raises(ConfigError, match=r"train\.runs\.0: edgebank trains nothing and is scored by the strategy "
+                                          r"events or sequential, not frames"):
+        validate({**MIN, "train": {"runs": [run]}})
+    validate({**MIN, "train": {"runs": [{**run, "models": ["edgebank"], "strategies": ["sequential"]}]}})

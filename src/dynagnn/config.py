@@ -198,11 +198,20 @@ def check_train(cfg: dict[str, Any], given: dict[str, Any] | None = None) -> Non
         _check_run_dataset(cfg, run, where)
         check_options("train", run.get("options", {}), f"config key {where}.options")
         strategies = _strategies_of(section, run)
+        _check_baselines(section, run, strategies, where)
         for key in run.get("options", {}):
             if key not in keys.shared_fields() and not any(key in keys.strategy_class(s).settable()
                                                            for s in strategies):
                 raise ConfigError(keys.refusal(key, strategies, f"config key {where}.options.{key}"))
     _check_one_run_per_folder(section)
+
+
+def _check_baselines(section: dict[str, Any], run: dict[str, Any], strategies: list[str], where: str) -> None:
+    """A baseline model name (EdgeBank) is scored by the strategies that build its task only."""
+    for model in run.get("models") or [section.get("model", "tgcn")]:
+        reason = _train_keys().baseline_refusal(model, strategies)
+        if reason:
+            raise ConfigError(f"config key {where}: {reason}")
 
 
 def _check_one_run_per_folder(section: dict[str, Any]) -> None:

@@ -164,3 +164,15 @@ def _label(where: str, key: str) -> str:
         return key
     sep = " " if where.startswith("--") else "."  # "--options lr", "config key train.runs.0.options.lr"
     return f"{where}{sep}{key}"
+
+
+def baseline_refusal(model: str, strategies) -> str | None:
+    """Why ``model`` cannot be run by ``strategies`` when it is a baseline that trains nothing
+    (EdgeBank: scored on the task of the events or sequential strategy), else None."""
+    from dynagnn.models.baselines import BASELINE_MODELS
+    from dynagnn.train.edgebank_run import SCORED_BY
+
+    other = [s for s in strategies if s not in SCORED_BY]
+    if model not in BASELINE_MODELS or not other:
+        return None
+    return f"{model} trains nothing and is scored by the strategy {' or '.join(SCORED_BY)}, not {', '.join(other)}"
