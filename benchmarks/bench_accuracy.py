@@ -65,23 +65,9 @@ def _env_list(name: str, default):
 
 
 def smoke_store():
-    import numpy as np
+    from .common import random_event_store
 
-    from dynagnn.data import discretize as D
-    from dynagnn.data.store import write_store
-    from dynagnn.data.types import EventStream, RawGraph
-
-    from .common import bench_dir
-
-    path = bench_dir() / "accuracy_smoke.zarr"
-    if not path.exists():
-        rng = np.random.default_rng(0)
-        n, e = 60, 3000
-        ev = EventStream(rng.integers(0, n, e), rng.integers(0, n, e), np.sort(rng.integers(0, 10**6, e)))
-        raw = RawGraph(num_nodes=n, node_ids=np.arange(n), events=ev, directed=False, name="accuracy_smoke")
-        snaps = D.build_snapshots(raw, by="time", width=5 * 10**4, directed=False)
-        write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=8), spec={"bench": "accuracy"})
-    return path
+    return random_event_store("accuracy_smoke", 60, 3000, 5 * 10**4, directed=False, dim=8)
 
 
 def jobs(models, seeds, epochs: int) -> list[dict]:
@@ -204,9 +190,9 @@ def main() -> None:
             print("  " + line, flush=True)
     made = summarise(root, models, seeds)
     print(tables(root, models))
-    from dynagnn.report.claims import claims_html, claims_table
+    from dynagnn.report.claims import claim_tables, claims_html, claims_table
 
-    claims = claims_table(made, root.parent)
+    claims = claims_table(claim_tables(made, root.parent), root.parent)   # the event runs' summaries
     claims = claims[claims["paper"].str.startswith("DyGLib")]
     claims.to_parquet(root.parent / "claims.parquet", index=False)
     (root.parent / "claims.html").write_text(claims_html(claims, "DyGLib's accuracy beside ours"))

@@ -31,23 +31,9 @@ MODELS = ("tgn", "jodie", "apan")
 
 
 def smoke_store():
-    import numpy as np
+    from .common import random_event_store
 
-    from dynagnn.data import discretize as D
-    from dynagnn.data.store import write_store
-    from dynagnn.data.types import EventStream, RawGraph
-
-    from .common import bench_dir
-
-    path = bench_dir() / "tgnn_smoke.zarr"
-    if not path.exists():
-        rng = np.random.default_rng(0)
-        n, e = 200, 2000
-        ev = EventStream(rng.integers(0, n, e), rng.integers(0, n, e), np.sort(rng.integers(0, 10**6, e)))
-        raw = RawGraph(num_nodes=n, node_ids=np.arange(n), events=ev, directed=True, name="tgnn_smoke")
-        snaps = D.build_snapshots(raw, by="time", width=10**5, directed=True)
-        write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=4), spec={"bench": "tgnn"})
-    return path
+    return random_event_store("tgnn_smoke", 200, 2000, 10**5)
 
 
 def collegemsg_events():

@@ -72,3 +72,23 @@ def worker_scaling(run, repeats: int = 3, workers=(1, 2)) -> dict:
     lo, hi = workers[0], workers[-1]
     print(f"  speed-up {hi} workers / {lo} worker: {result[lo] / result[hi]:.2f}x")
     return {"t1_s": result[lo], "t2_s": result[hi], "speedup": result[lo] / result[hi]}
+
+
+def random_event_store(name: str, nodes: int, events: int, width: int, directed: bool = True, dim: int = 4):
+    """A store of ``events`` uniform random events over ``nodes`` nodes at integer times in [0, 1e6),
+    snapshots ``width`` wide, degree features of ``dim``: a smoke test's input, written once."""
+    import numpy as np
+
+    from dynagnn.data import discretize as D
+    from dynagnn.data.store import write_store
+    from dynagnn.data.types import EventStream, RawGraph
+
+    path = bench_dir() / f"{name}.zarr"
+    if not path.exists():
+        rng = np.random.default_rng(0)
+        ev = EventStream(rng.integers(0, nodes, events), rng.integers(0, nodes, events),
+                         np.sort(rng.integers(0, 10**6, events)))
+        raw = RawGraph(num_nodes=nodes, node_ids=np.arange(nodes), events=ev, directed=directed, name=name)
+        snaps = D.build_snapshots(raw, by="time", width=width, directed=directed)
+        write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=dim), spec={"bench": name})
+    return path
