@@ -97,6 +97,7 @@ def run_job(store: Path, root: Path, job: dict, fresh: bool) -> str:
     if not fresh and (out / "metrics.parquet").is_file() and stamp.is_file() and stamp.read_text() == wanted:
         return f"{out}: kept"
     stamp.unlink(missing_ok=True)
+    (out / "metrics.parquet").unlink(missing_ok=True)   # a failed run leaves no older seed to be gathered
     log = out.parent / f"seed-{job['seed']}.log"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "dynagnn", "-q", "train", str(store), "--out-dir", str(out), "--options", wanted,
@@ -116,7 +117,8 @@ def summarise(root: Path, models, seeds) -> list[Path]:
     made = []
     for model in models:
         for run in sorted((root / model).glob("*-1")):
-            if all((run / f"seed-{k}" / "metrics.parquet").is_file() for k in seeds):
+            if all((run / f"seed-{k}" / name).is_file() for k in seeds for name in ("metrics.parquet",
+                                                                                "bench-options.json")):
                 gather_seeds(run, seeds)
                 made.append(run / "summary.parquet")
     return made

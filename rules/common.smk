@@ -100,13 +100,13 @@ def family(strategy):
 
 
 def _check_event_runs():
-    """An event model (TGN, JODIE, APAN) trains with the events strategy on a dataset with an event
-    stream: say so when the config is read, not when its job fails (EdgeBank's strategies: the library's
-    config check)."""
+    """An event model (TGN, JODIE, APAN) trains with the events strategy, and EdgeBank is scored by it,
+    on a dataset with an event stream: say so when the config is read, not when its job fails (EdgeBank's
+    other strategies: the library's config check)."""
     from dynagnn.models import TGNN_MODELS
 
     for run in TRAIN_RUNS:
-        if run["model"] not in TGNN_MODELS:
+        if run["model"] not in TGNN_MODELS and run["strategy"] != "events":   # EdgeBank's event task too
             continue
         fmt = config["datasets"][run["dataset"]]["format"]
         if fmt in NO_EVENTS:

@@ -1,5 +1,5 @@
 """TGB's protocol (issue 28): a store that carries pre-generated evaluation negatives
-(``events/negatives``) is scored on them, every listed event against its K stored destinations, and
+(``negatives/event``, ``negatives/dst``) is scored on them, every listed event against its K stored destinations, and
 the metrics say so; MRR with ties against a brute-force rank."""
 
 import numpy as np
@@ -76,10 +76,41 @@ def test_a_run_on_stored_negatives_says_so(tmp_path):
     assert np.isfinite(metrics["test_mrr"]).all() and np.isfinite(metrics["val_ind_mrr"]).all()
 
 
-def test_an_evaluation_event_without_stored_negatives_is_refused(tmp_path):
-    path, listed, _ = stored_store(tmp_path / "s.zarr", cover=False)
-    task = EventLinkTask(open_store(path).events(), N, 40, 5)
-    first = np.sort(np.concatenate([task.val_events, task.test_events]))[0]
-    with pytest.raises(StoreError, match=f"event {first} has no stored evaluation negatives") as err:
-        edgebank_events(task, "val")
+@pytest.mark.parametrize("listing", ["one short", "none"])
+def test_evaluation_events_without_stored_negatives_are_refused_before_training(tmp_path, listing):
+    path, listed, neg = stored_store(tmp_path / "s.zarr", cover=False)
+    events = open_store(path).events()
+    if listing == "none":
+        events.negatives = (listed[:0], neg[:0])
+    missing = 1 if listing == "one short" else listed.size + 1
+    with pytest.raises(StoreError, match=rf"{missing} of the {listed.size + 1} validation and test events have no "
+                                         "stored evaluation negatives") as err:
+        EventLinkTask(events, N, 40, 5)
     assert "\n" not in str(err.value)
+
+
+def test_a_reported_random_kind_is_the_stored_negatives_too(tmp_path):
+    """On a store with TGB's negatives "random" means them wherever it is asked: as the run's kind or
+    reported beside historical negatives (``stored_`` columns, the same numbers)."""
+    path, listed, neg = stored_store(tmp_path / "s.zarr")
+    events = open_store(path).events()
+    own = EventLinkTask(events, N, 40, 5)
+    beside = EventLinkTask(events, N, 40, 5, negative_kind="historical", report_kinds=["random"])
+    assert beside.report_kinds == ("stored",)
+    with beside.kind("random"):
+        np.testing.assert_array_equal(beside.eval_negatives_of("test", beside.test_events[:40]),
+                                      neg[np.searchsorted(listed, beside.test_events[:40])])
+    got = edgebank_events(beside, "test")
+    ref = edgebank_events(own, "test")
+    assert all(got[f"stored_{k}"] == pytest.approx(v, nan_ok=True) for k, v in ref.items())
+    assert got["ap"] != pytest.approx(ref["ap"])     # the run's own kind: historical
+
+
+def test_dropped_events_take_their_stored_negatives_with_them():
+    from dynagnn.data.discretize import _take_events
+
+    ev = EventStream(np.arange(6), np.arange(6) + 1, np.arange(6.0),
+                     negatives=(np.array([1, 3, 4]), np.array([[7, 8], [9, 10], [11, 12]])))
+    kept = _take_events(ev, np.array([True, True, False, True, False, True]))
+    np.testing.assert_array_equal(kept.negatives[0], [1, 2])             # events 1 and 3, renumbered
+    np.testing.assert_array_equal(kept.negatives[1], [[7, 8], [9, 10]])

@@ -260,12 +260,19 @@ def _gpu_pipad(rung: str, measure: str):
     return ours
 
 
+# the dataset folders DyGLib's UCI figures are set against (CollegeMsg is UCI's message network)
+UCI_NAMES = ("collegemsg", "uci")
+
+
 def _seeds_ap(kind: str, inductive_setting: bool = False) -> Callable:
     """Ours from a run's summary over seeds (``train --seeds``, or a config run's ``seeds``): the mean
     test AP x100 against ``kind``'s negatives, of every test event or (``inductive_setting``) of those
     touching a node unseen in training; the run's own negatives' metrics are unprefixed, the kinds it
     reported beside them prefixed (``report_negative_kinds``)."""
-    def ours(df: pd.DataFrame, _) -> float:
+    def ours(df: pd.DataFrame, where: PurePosixPath) -> float:
+        if where.parts and where.parts[0].lower() not in UCI_NAMES:
+            raise LookupError(f"dataset {where.parts[0]}: DyGLib's figures are UCI's (a dataset named "
+                              f"{' or '.join(UCI_NAMES)})")
         own = str(df["eval_negative_kind"].iloc[0]) if "eval_negative_kind" in df.columns and len(df) else "random"
         metric = "test_" + ("" if kind == own else f"{kind}_") + ("ind_" if inductive_setting else "") + "ap"
         return 100 * _one(df, "mean", metric=metric)

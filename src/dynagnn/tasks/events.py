@@ -19,9 +19,12 @@
   over the batch's period; AP and AUC only (an MRR needs K corruptions of one source).
 
 * Stored negatives: where the store carries pre-generated evaluation negatives (``negatives/event``,
-  ``negatives/dst``: TGB's protocol, written by a reader of TGB's files), they replace the random ones: each listed
-  event against its K stored destinations (AP and AUC on the first, MRR among all), and the metrics
-  say ``eval_negative_kind: stored``.
+  ``negatives/dst``: TGB's protocol, written by a reader of TGB's files), they replace the random
+  ones: each listed event against its K stored destinations (AP and AUC on the first, MRR among all),
+  and the metrics say ``eval_negative_kind: stored`` (a reported random kind is them too: ``stored_``
+  columns). The inductive events' pass scores them against their stored rows as well: TGB has no
+  inductive setting, so ``ind_*`` there is TGB's negatives over the events touching unseen nodes,
+  not DyGLib's pool.
 
 The task holds indices only; a batch unit is an integer, the index of a batch of ``batch_size``
 consecutive events of its split (training batches of the kept training events).
@@ -121,12 +124,19 @@ class EventLinkTask(NegativeKinds):
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
         self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
         self.set_kinds(negative_kind, report_kinds)
-        # TGB's pre-generated negatives, where the store carries them, stand for the random ones
+        # TGB's pre-generated negatives, where the store carries them, stand for the random ones (the
+        # run's or a reported kind): checked here, before a model trains, to list every evaluation event
         self.stored = getattr(events, "negatives", None)
         if self.stored is not None:
             self.eval_negatives = int(self.stored[1].shape[1])
-            if self.negative_kind == "random":
-                self.negative_kind = "stored"
+            needed = np.concatenate([self.val_events, self.test_events])
+            listed = isin_sorted(needed, np.asarray(self.stored[0], dtype=np.int64))
+            if not listed.all():
+                raise StoreError(f"{self.path}: {int((~listed).sum())} of the {needed.size} validation and test "
+                                 f"events have no stored evaluation negatives (event {int(needed[~listed][0])} first): "
+                                 "negatives/event lists every one, or the store carries none")
+            self.negative_kind = self.resolve_kind(self.negative_kind)
+            self.report_kinds = tuple(self.resolve_kind(k) for k in self.report_kinds)
         # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
         # observed = up to the end of training for validation, of validation for test (DyGLib's)
         self._history: EdgeHistory | None = None
@@ -134,16 +144,16 @@ class EventLinkTask(NegativeKinds):
         self._ind_history: dict[str, EdgeHistory] = {}  # the inductive pass's: its events alone (DyGLib's)
         self.negatives_drawn = {"of_kind": 0, "all": 0}  # evaluation negatives of the asked kind, of all drawn
 
+    def resolve_kind(self, kind: str) -> str:
+        """"stored" for "random" on a store that carries TGB's negatives (they are its random ones), else
+        ``kind``."""
+        return "stored" if kind == "random" and getattr(self, "stored", None) is not None else kind
+
     def stored_negatives_of(self, events: np.ndarray) -> np.ndarray:
-        """int64 [B, K]: the store's pre-generated negative destinations of ``events`` (TGB's);
-        StoreError naming an event the store lists none for."""
+        """int64 [B, K]: the store's pre-generated negative destinations of ``events`` (TGB's), every
+        one listed (checked when the task is made)."""
         event, dst = self.stored
-        at = np.searchsorted(event, events)
-        missing = (at >= event.size) | (event[np.minimum(at, event.size - 1)] != events)
-        if missing.any():
-            raise StoreError(f"{self.path}: event {int(events[missing][0])} has no stored evaluation negatives "
-                             "(negatives/event lists every validation and test event, or none)")
-        return dst[at]
+        return dst[np.searchsorted(event, events)]
 
     def history(self) -> EdgeHistory:
         """The stream's edges by first time seen (built on first use: random negatives need none)."""

@@ -65,11 +65,15 @@ class NegativeKinds:
                               f"eval_negative_kind ({negative_kind}), whose metrics are the unprefixed ones")
         self.negative_kind, self.report_kinds = negative_kind, tuple(report_kinds)
 
+    def resolve_kind(self, kind: str) -> str:
+        """The negatives ``kind`` stands for on this task's data (a task with stored ones says so)."""
+        return kind
+
     @contextmanager
     def kind(self, kind: str) -> Iterator[None]:
         """Within the block the evaluation negatives are of ``kind``."""
         saved = self.negative_kind
-        self.negative_kind = kind
+        self.negative_kind = self.resolve_kind(kind)
         try:
             yield
         finally:
