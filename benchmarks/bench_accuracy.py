@@ -24,8 +24,8 @@ runs stay in ``results/bench/accuracy/collegemsg/<model>/<strategy>-1/seed-<k>/`
 out-dir: a finished seed is kept and not trained again, ``DYNAGNN_BENCH_ACCURACY_FRESH=1`` trains it
 again), with ``summary.parquet`` and ``seeds.parquet`` beside the seeds.
 
-Run time: the full protocol (3 seeds) is about 2.5 hours of one core, most of it TGN's and APAN's
-epochs (10-18 s each); with 2 jobs on a 2-core machine about 75 minutes. ``DYNAGNN_BENCH_ACCURACY_SEEDS``
+Run time: the full protocol (3 seeds) took about an hour with 2 jobs on a 2-core machine (other work
+beside it), most of it TGN's and APAN's 30-77 epochs of 3-6 s. ``DYNAGNN_BENCH_ACCURACY_SEEDS``
 (default ``0,1,2``), ``DYNAGNN_BENCH_ACCURACY_EPOCHS`` (the event models' maximum; the snapshot models
 take 30 unless it is lower), ``DYNAGNN_BENCH_ACCURACY_MODELS`` (a comma list, default all);
 ``DYNAGNN_BENCH_ACCURACY_SMOKE=1``: a 3,000-event random stream, 2 epochs, to check the benchmark runs.
