@@ -185,16 +185,21 @@ def train_threads(wildcards):
     return workers * family(wildcards.strategy)["procs_per_worker"] * threads
 
 
-def train_options_json(wildcards):
+def run_at(wildcards):
+    """The train run that trains into ``<dataset>/<model>/<strategy>-<workers>/``."""
     for run in TRAIN_RUNS:
         if (run["dataset"], run["model"], run["strategy"], run["slot"]) == (
                 wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers):
-            options = dict(run["options"])
-            if family(wildcards.strategy)["needs_plan"]:
-                options["plan"] = train_plan(wildcards)
-            return json.dumps(options, sort_keys=True)
+            return run
     raise WorkflowError(f"no train run for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-"
                         f"{wildcards.workers} in config train.runs")
+
+
+def train_options_json(wildcards):
+    options = dict(run_at(wildcards)["options"])
+    if family(wildcards.strategy)["needs_plan"]:
+        options["plan"] = train_plan(wildcards)
+    return json.dumps(options, sort_keys=True)
 
 
 def train_seed_options_json(wildcards):
@@ -204,12 +209,11 @@ def train_seed_options_json(wildcards):
 
 def run_seeds(wildcards):
     """The seeds of the run trained into ``<strategy>-<workers>/`` (its per-seed jobs' folders)."""
-    for run in TRAIN_RUNS:
-        if (run["dataset"], run["model"], run["strategy"], run["slot"]) == (
-                wildcards.dataset, wildcards.model, wildcards.strategy, wildcards.workers) and run["seeds"]:
-            return run["seeds"]
-    raise WorkflowError(f"no train run with seeds for {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-"
-                        f"{wildcards.workers} in config train.runs")
+    seeds = run_at(wildcards)["seeds"]
+    if not seeds:
+        raise WorkflowError(f"train run {wildcards.dataset}/{wildcards.model}/{wildcards.strategy}-{wildcards.workers} "
+                            "has no seeds: it trains one run, not seed-<k>/ folders")
+    return seeds
 
 
 def train_nodes(wildcards):

@@ -166,3 +166,12 @@ def test_a_run_of_edgebank_refuses_what_it_cannot_be(link_store, tmp_path, chang
         train(link_store, tmp_path / "run", TrainConfig.of(**{"model": "edgebank", "strategy": "sequential", **change}),
               progress=False)
     assert "\n" not in str(err.value) and not (tmp_path / "run").exists()
+
+
+def test_a_run_of_edgebank_refuses_resume(link_store, tmp_path):
+    from dynagnn.train.engine import TrainConfig, train
+
+    with pytest.raises(ConfigError, match="--resume with model edgebank: EdgeBank trains nothing") as err:
+        train(link_store, tmp_path / "run", TrainConfig.of(model="edgebank", strategy="sequential"),
+              resume=tmp_path / "model.pt", progress=False)
+    assert "\n" not in str(err.value) and not (tmp_path / "run").exists()

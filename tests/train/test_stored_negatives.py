@@ -8,7 +8,7 @@ import pytest
 from dynagnn.data import discretize as D
 from dynagnn.data.store import open_store, write_store
 from dynagnn.data.types import EventStream, RawGraph
-from dynagnn.errors import StoreError
+from dynagnn.errors import InputError, StoreError
 from dynagnn.tasks.edgebank import edgebank_events
 from dynagnn.tasks.events import EventLinkTask
 from dynagnn.train.engine import TrainConfig, Trainer
@@ -114,3 +114,13 @@ def test_dropped_events_take_their_stored_negatives_with_them():
     kept = _take_events(ev, np.array([True, True, False, True, False, True]))
     np.testing.assert_array_equal(kept.negatives[0], [1, 2])             # events 1 and 3, renumbered
     np.testing.assert_array_equal(kept.negatives[1], [[7, 8], [9, 10]])
+
+
+def test_bad_negatives_from_a_reader_write_no_store(tmp_path):
+    ev = random_events(n_nodes=N, n_events=50, t_max=400, seed=1)
+    stream = EventStream(ev.src, ev.dst, ev.t, negatives=(np.array([3, 2]), np.zeros((2, K), dtype=np.int64)))
+    raw = RawGraph(num_nodes=N, node_ids=np.arange(N), events=stream, directed=True, name="bad")
+    snaps = D.build_snapshots(raw, by="time", width=100, directed=True)
+    with pytest.raises(InputError, match="evaluation negatives: event indices must increase strictly") as err:
+        write_store(tmp_path / "s.zarr", raw, snaps, None, spec={})
+    assert "\n" not in str(err.value) and not (tmp_path / "s.zarr").exists()

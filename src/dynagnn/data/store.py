@@ -33,7 +33,7 @@ from zarr.codecs import BloscCodec
 
 from .. import __version__
 from ..atomic import write_atomic
-from ..errors import ConfigError, DynagnnError, StoreError, one_line
+from ..errors import ConfigError, DynagnnError, InputError, StoreError, one_line
 from . import integrity
 from .types import EventStream, RawGraph, Snapshots
 
@@ -158,7 +158,10 @@ def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, thr
         if ev.features is not None:
             w.add("events/features", ev.features.astype(np.float32), ("event", "feature"))
         if ev.negatives is not None:
-            event, neg = check_stored_negatives(ev.negatives, len(ev), n)
+            try:
+                event, neg = check_stored_negatives(ev.negatives, len(ev), n)
+            except ValueError as exc:   # a reader's bad negatives: one line, nothing written (atomic)
+                raise InputError(f"evaluation negatives: {exc}", raw.sources[0] if raw.sources else None) from None
             w.add("negatives/event", event, ("negative_event",))
             w.add("negatives/dst", neg, ("negative_event", "negative"))
     if features is not None:

@@ -266,9 +266,10 @@ UCI_NAMES = ("collegemsg", "uci")
 
 def _seeds_ap(kind: str, inductive_setting: bool = False) -> Callable:
     """Ours from a run's summary over seeds (``train --seeds``, or a config run's ``seeds``): the mean
-    test AP x100, averaged per batch as DyGLib averages it, against ``kind``'s negatives, of every test event or (``inductive_setting``) of those
-    touching a node unseen in training; the run's own negatives' metrics are unprefixed, the kinds it
-    reported beside them prefixed (``report_negative_kinds``)."""
+    test AP x100, averaged per batch as DyGLib averages it, against ``kind``'s negatives, of every test
+    event or (``inductive_setting``) of those touching a node unseen in training; the run's own
+    negatives' metrics are unprefixed, the kinds it reported beside them prefixed
+    (``report_negative_kinds``)."""
     def ours(df: pd.DataFrame, where: PurePosixPath) -> float:
         if where.parts and where.parts[0].lower() not in UCI_NAMES:
             raise LookupError(f"dataset {where.parts[0]}: DyGLib's figures are UCI's (a dataset named "

@@ -108,7 +108,7 @@ def edgebank_snapshots(task, units: Sequence[int], memory: str = "unlimited",
     if memory == "window" and (window is None or int(window) < 1):
         raise ConfigError("EdgeBank's window memory needs window: the snapshots it keeps (the test span), at least 1")
     directed = bool(task.store.directed)
-    keys = {}
+    keys, banks = {}, {}   # per snapshot, per window end: the positives, the negatives and every kind share them
 
     def snapshot_keys(s: int) -> np.ndarray:
         if s not in keys:
@@ -117,8 +117,9 @@ def edgebank_snapshots(task, units: Sequence[int], memory: str = "unlimited",
         return keys[s]
 
     def score(t, src, dst):
-        first = 0 if memory == "unlimited" else max(0, t + 1 - int(window))
-        bank = unique_sorted(np.concatenate([snapshot_keys(s) for s in range(first, t + 1)]))
-        return bank_scores(bank, src, dst, task.num_nodes, directed)
+        if t not in banks:
+            first = 0 if memory == "unlimited" else max(0, t + 1 - int(window))
+            banks[t] = unique_sorted(np.concatenate([snapshot_keys(s) for s in range(first, t + 1)]))
+        return bank_scores(banks[t], src, dst, task.num_nodes, directed)
 
     return task.every_kind(lambda: task.score_units(list(units), score))

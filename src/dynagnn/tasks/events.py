@@ -123,10 +123,10 @@ class EventLinkTask(NegativeKinds):
         self.offsets = {"train": 0, "val": nb["train"], "test": nb["train"] + nb["val"]}
         self.split = EventSplit(*(list(range(self.offsets[k], self.offsets[k] + nb[k])) for k in ("train", "val", "test")))
         self._eval_neg: dict[tuple[str, bool], np.ndarray] = {}
-        self.set_kinds(negative_kind, report_kinds)
         # TGB's pre-generated negatives, where the store carries them, stand for the random ones (the
         # run's or a reported kind): checked here, before a model trains, to list every evaluation event
         self.stored = getattr(events, "negatives", None)
+        self.set_kinds(negative_kind, report_kinds)
         if self.stored is not None:
             self.eval_negatives = int(self.stored[1].shape[1])
             needed = np.concatenate([self.val_events, self.test_events])
@@ -135,8 +135,6 @@ class EventLinkTask(NegativeKinds):
                 raise StoreError(f"{self.path}: {int((~listed).sum())} of the {needed.size} validation and test "
                                  f"events have no stored evaluation negatives (event {int(needed[~listed][0])} first): "
                                  "negatives/event lists every one, or the store carries none")
-            self.negative_kind = self.resolve_kind(self.negative_kind)
-            self.report_kinds = tuple(self.resolve_kind(k) for k in self.report_kinds)
         # historical and inductive negatives: edges of the whole stream (a batch sees only its past);
         # observed = up to the end of training for validation, of validation for test (DyGLib's)
         self._history: EdgeHistory | None = None
@@ -147,7 +145,7 @@ class EventLinkTask(NegativeKinds):
     def resolve_kind(self, kind: str) -> str:
         """"stored" for "random" on a store that carries TGB's negatives (they are its random ones), else
         ``kind``."""
-        return "stored" if kind == "random" and getattr(self, "stored", None) is not None else kind
+        return "stored" if kind == "random" and self.stored is not None else kind
 
     def stored_negatives_of(self, events: np.ndarray) -> np.ndarray:
         """int64 [B, K]: the store's pre-generated negative destinations of ``events`` (TGB's), every

@@ -56,14 +56,16 @@ class NegativeKinds:
     report_kinds: tuple[str, ...] = ()
 
     def set_kinds(self, negative_kind: str, report_kinds: Sequence[str] = ()) -> None:
-        """ConfigError, in one line, for an unknown kind or a reported kind that is the run's own."""
+        """The run's kind and the reported ones, each as :meth:`resolve_kind` resolves it on this task's
+        data; ConfigError, in one line, for an unknown kind or a reported kind that is the run's own."""
         for kind in (negative_kind, *report_kinds):
             if kind not in KINDS:
                 raise ConfigError(f"negative kind {kind!r}: expected one of {', '.join(KINDS)}")
         if negative_kind in report_kinds or len(set(report_kinds)) != len(report_kinds):
             raise ConfigError(f"report_negative_kinds {list(report_kinds)}: each kind once, and not the run's "
                               f"eval_negative_kind ({negative_kind}), whose metrics are the unprefixed ones")
-        self.negative_kind, self.report_kinds = negative_kind, tuple(report_kinds)
+        self.negative_kind = self.resolve_kind(negative_kind)
+        self.report_kinds = tuple(self.resolve_kind(k) for k in report_kinds)
 
     def resolve_kind(self, kind: str) -> str:
         """The negatives ``kind`` stands for on this task's data (a task with stored ones says so)."""

@@ -39,8 +39,11 @@ log = logging.getLogger("dynagnn")
 SCORED_BY = ("events", "sequential")
 
 
-def check_edgebank(config: TrainConfig) -> None:
-    """ConfigError, in one line, for a run of EdgeBank that cannot be: another strategy, workers."""
+def check_edgebank(config: TrainConfig, resume=None) -> None:
+    """ConfigError, in one line, for a run of EdgeBank that cannot be: another strategy, workers, a
+    task other than link, a checkpoint to resume."""
+    if resume:
+        raise ConfigError(f"--resume with model {config.model}: EdgeBank trains nothing, there is nothing to resume")
     if config.strategy not in SCORED_BY:
         raise ConfigError(f"model {config.model}: EdgeBank trains nothing and is scored on the event link task "
                           f"(--strategy events) or the snapshot link task (--strategy sequential), not by the "
@@ -66,12 +69,12 @@ def edgebank_metrics(store, config: TrainConfig) -> tuple[dict, dict, object]:
             task)
 
 
-def run_edgebank(store_path, out, config: TrainConfig, overwrite: bool = False):
+def run_edgebank(store_path, out, config: TrainConfig, overwrite: bool = False, resume=None):
     """Score EdgeBank and write the run's outputs under ``out`` (module docstring); returns
     (metrics, timings) as :func:`dynagnn.train.engine.train` does."""
     from dynagnn.train.engine import CHECKPOINT_VERSION, _checkpoint_bytes, _publish, prepare_out_dir
 
-    check_edgebank(config)
+    check_edgebank(config, resume)
     t0 = time.perf_counter()
     store = open_store(store_path)
     prepare_out_dir(out, config, store.checksum, overwrite)

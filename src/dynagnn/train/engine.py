@@ -534,10 +534,7 @@ def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: 
     if config.model in BASELINE_MODELS:   # EdgeBank: scored, not trained
         from dynagnn.train.edgebank_run import run_edgebank
 
-        if resume:
-            raise ConfigError(f"--resume with model {config.model}: EdgeBank trains nothing, there is nothing to resume")
-
-        return run_edgebank(store_path, out, config, overwrite)
+        return run_edgebank(store_path, out, config, overwrite, resume)
     ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
         return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite,
