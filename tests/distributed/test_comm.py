@@ -179,3 +179,37 @@ def test_nccl_only_where_every_local_worker_has_its_own_gpu(monkeypatch, device,
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     assert backend_on(torch.device(device), ppw, local) == expect
+
+
+def _rank_and_sum(ctx, comm):
+    t = torch.ones(2)
+    comm.all_reduce(t)
+    return ctx.rank, t.tolist()
+
+
+@pytest.mark.parametrize("taken", [1, 3])
+def test_a_rendezvous_port_taken_first_is_tried_again_on_another(monkeypatch, taken):
+    """The launcher picks a free port, then rank 0 listens on it; another process may take it between
+    the two (a flaky EADDRINUSE under parallel tests). Nothing has run then, so the workers start again
+    on a fresh port, up to PORT_TRIES starts; past them, one line."""
+    import socket
+
+    from dynagnn.distributed import launch as L
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port, real, picks = held.getsockname()[1], L._free_port, []
+
+        def pick():
+            picks.append(port if len(picks) < taken else real())
+            return picks[-1]
+        monkeypatch.setattr(L, "_free_port", pick)
+        if taken < L.PORT_TRIES:
+            assert run_on(2, _rank_and_sum, timeout=60) == [(0, [2.0, 2.0]), (1, [2.0, 2.0])]
+            assert picks[0] == port and picks[-1] != port and len(picks) == taken + 1
+        else:
+            with pytest.raises(DistError, match=f"could not open the rendezvous on 127.0.0.1 in {L.PORT_TRIES} "
+                                                "tries") as err:
+                run_on(2, _rank_and_sum, timeout=60)
+            assert "\n" not in str(err.value) and picks == [port] * L.PORT_TRIES

@@ -74,6 +74,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
 EXIT_GRACE = 10.0  # seconds workers that reported success get to exit before they are terminated
+PORT_TRIES = 3  # starts of the workers, each on a fresh port, when the one picked was taken before rank 0 listened
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
 # set by torchrun (torch.distributed.elastic) for every process it starts, and by no shell
 _TORCHRUN_MARKERS = ("TORCHELASTIC_RUN_ID", "GROUP_RANK", "LOCAL_WORLD_SIZE")
@@ -183,6 +184,13 @@ def check_workers(workers: int, procs_per_worker: int = 1) -> None:
         raise ConfigError(f"procs_per_worker {procs_per_worker}: need at least 1 process per worker")
 
 
+def _port_taken(exc: BaseException) -> bool:
+    """Whether a worker's failure to join is the rendezvous port taken between the launcher's pick
+    and rank 0's listen (another process got that ephemeral port meanwhile)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return "EADDRINUSE" in text or "address already in use" in text.lower()
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -258,10 +266,12 @@ def _child(rank: int, world: int, port: int, device, ppw: int, threads: int, tim
         # here a SIGINT ends this worker, reported as such
         signal.signal(signal.SIGINT, signal.default_int_handler)
     code = 0
+    joined = False
     try:
         torch.set_num_threads(threads)
         ctx = _init(rank, world, rank, _device_of(device, rank // ppw), ppw, timeout, f"tcp://127.0.0.1:{port}",
                     local_workers=world // ppw)
+        joined = True
         out = fn(ctx, *args)
         # plain pickle: torch's reducer would share tensors through file descriptors of a process
         # that is about to exit
@@ -271,6 +281,8 @@ def _child(rank: int, world: int, port: int, device, ppw: int, threads: int, tim
         if isinstance(exc, KeyboardInterrupt):
             message = ("user", (JobStopped, f"worker {rank} was interrupted (SIGINT): the other workers were "
                                             "stopped; nothing was written"))
+        elif not joined and _port_taken(exc):   # before fn ran anywhere: the launcher tries another port
+            message = ("port", " ".join(str(exc).split())[:200])
         elif isinstance(exc, DynagnnError):
             message = ("user", (type(exc), str(exc)))
         else:
@@ -386,7 +398,23 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
     catch_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     ctx = worker_context(fn)
     environ = dict(os.environ)
-    port = _free_port()
+    for attempt in range(PORT_TRIES):
+        outs, failures, procs = _start_and_wait(ctx, world, _free_port(), device, procs_per_worker, threads, timeout,
+                                                fn, args, environ, catch_sigint)
+        taken = [payload for kind, payload in failures.values() if kind == "port"]
+        if not taken or attempt == PORT_TRIES - 1:
+            break
+        log.debug("the rendezvous port was taken before rank 0 listened (%s): starting the workers again on "
+                  "another", taken[0])
+    if failures:
+        raise _failure(procs, failures)
+    return [outs[r] for r in range(world)]
+
+
+def _start_and_wait(ctx, world, port, device, procs_per_worker, threads, timeout, fn, args, environ,
+                    catch_sigint) -> tuple[dict, dict, list]:
+    """One start of the ``world`` workers on the rendezvous ``port``: (results, failures, processes),
+    every worker stopped and joined when it returns."""
     outs: dict[int, Any] = {}
     failures: dict[int, tuple[str, Any]] = {}
     procs: list = []
@@ -421,9 +449,7 @@ def launch(fn: Callable[..., Any], workers: int, *args, procs_per_worker: int = 
                     p.join()
             for reader in readers:
                 reader.close()
-    if failures:
-        raise _failure(procs, failures)
-    return [outs[r] for r in range(world)]
+    return outs, failures, procs
 
 
 def _read(reader) -> tuple[str, Any] | None:
@@ -486,6 +512,10 @@ def _failure(procs, failures: dict[int, tuple[str, Any]]) -> Exception:
     for r, (kind, payload) in sorted(failures.items()):  # a user's error, or a worker told to stop
         if kind == "user" and (not issubclass(payload[0], DistError) or issubclass(payload[0], JobStopped)):
             return _user_error(*payload)
+    for r, (kind, payload) in sorted(failures.items()):
+        if kind == "port":
+            return DistError(f"worker {r} could not open the rendezvous on 127.0.0.1 in {PORT_TRIES} tries, each "
+                             f"port taken by another process first ({payload}); nothing was written")
     for r, (kind, payload) in sorted(failures.items()):
         if kind == "died":
             return DistError(f"worker {r} {_exit_reason(procs[r].exitcode)} without reporting an error; "
