@@ -394,7 +394,10 @@ def markdown(report: dict) -> str:
                   f"{t.get('skipped', '?')} skipped in {t['seconds']} s (exit {t['returncode']})", ""]
         lines += [f"- failed: `{name}`" for name in t.get("failed", [])]
         lines.append("")
-    lines += ["| system | rung | measure | value | note |", "|---|---|---|---|---|"]
+    # A record merged from several runs on one machine (docs/gpu-check/) names each row's run.
+    runs = any("run" in r for r in report["rows"])
+    lines += ["| system | rung | measure | value | note |" + (" run |" if runs else ""),
+              "|---|---|---|---|---|" + ("---|" if runs else "")]
     for r in report["rows"]:
         if r["value"] is None:
             value = r["status"]
@@ -405,7 +408,10 @@ def markdown(report: dict) -> str:
         else:
             value = f"{r['value']:.4g} {r['unit']}".strip()
         note = r["note"].replace("|", "/").replace("\n", " ")
-        lines.append(f"| {r['system']} | {r['rung']} | {r['measure']} | {value} | {note} |")
+        lines.append(f"| {r['system']} | {r['rung']} | {r['measure']} | {value} | {note} |"
+                     + (f" {r.get('run', '-')} |" if runs else ""))
+    if report.get("note"):
+        lines += ["", report["note"]]
     return "\n".join(lines) + "\n"
 
 

@@ -83,3 +83,18 @@ def test_unknown_rung_and_missing_cuda_are_refused(tmp_path, capsys):
     if not torch.cuda.is_available():
         assert gpu_check.main(["--out", str(tmp_path)]) == 2
         assert "--device cpu" in capsys.readouterr().err
+
+
+def test_a_merged_record_names_each_rows_run_and_its_note():
+    # docs/gpu-check/ keeps records merged from runs on one machine: the table says which run a row is
+    env = {"device": "cuda", "gpu": "G", "torch": "t", "python": "p", "cpus": 1}
+    row = {"system": "BLAD", "rung": "group 1x2", "measure": "epoch", "value": 0.5, "unit": "s", "note": "",
+           "status": "measured"}
+    md = gpu_check.markdown({"environment": env, "rows": [{**row, "run": 1}, {**row, "run": 2}],
+                             "note": "run 2 is BLAD again"})
+    lines = md.splitlines()
+    assert "| system | rung | measure | value | note | run |" in lines
+    assert "| BLAD | group 1x2 | epoch | 0.5 s |  | 1 |" in lines and "| BLAD | group 1x2 | epoch | 0.5 s |  | 2 |" in lines
+    assert lines[-1] == "run 2 is BLAD again"
+    plain = gpu_check.markdown({"environment": env, "rows": [row]}).splitlines()
+    assert "| system | rung | measure | value | note |" in plain and plain[-1] == "| BLAD | group 1x2 | epoch | 0.5 s |  |"
