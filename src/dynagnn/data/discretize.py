@@ -79,8 +79,9 @@ def _repeated_events(ev: EventStream) -> np.ndarray:
 
 
 def _take_events(ev: EventStream, keep: np.ndarray) -> EventStream:
-    """The events ``keep`` selects (a bool mask or increasing indices), their stored negatives kept
-    with them, renumbered (a dropped event's row goes with it: the task then names what is missing)."""
+    """The events ``keep`` selects (a bool mask or increasing indices), their stored split and
+    negatives kept with them, the negatives renumbered (a dropped event's row goes with it: the task
+    then names what is missing)."""
     def take(a):
         return None if a is None else a[keep]
 
@@ -92,7 +93,7 @@ def _take_events(ev: EventStream, keep: np.ndarray) -> EventStream:
         kept = mask[event]
         negatives = ((np.cumsum(mask) - 1)[event[kept]], dst[kept])
     return EventStream(ev.src[keep], ev.dst[keep], ev.t[keep], take(ev.w), take(ev.label), take(ev.features),
-                       take(ev.order), negatives)
+                       take(ev.order), negatives, take(ev.split))
 
 
 def source_has_weights(raw: RawGraph, by: str) -> bool:

@@ -15,6 +15,8 @@ attribute ``array_sha256``; this module checks a store against them:
 - :func:`check_shapes`, on every open: the arrays' shapes against the attributes (T, N, nnz, events)
   and the offsets against the edge count.
 - :func:`check_ids`, on every read of edges: the node ids lie in [0, N).
+- :func:`split_problem`, on every read of the events (and by the writer): ``events/split`` holds
+  only 0 (train), 1 (validation) and 2 (test). Its values need not follow the event times.
 - :func:`verify`, on request (``dynagnn info --verify``): every array's data read whole and re-hashed
   against ``array_sha256``; a damaged chunk of the same size is found only this way.
 
@@ -252,6 +254,22 @@ def check_ids(path: Path, name: str, ids: np.ndarray, n: int) -> None:
 NODE_ID_ARRAYS = ("snapshots/row", "snapshots/col", "events/src", "events/dst")
 
 
+def split_problem(split: np.ndarray, num_events: int, first: int = 0) -> str | None:
+    """What is wrong with a stored per-event split (``events/split``, or a block of it starting at
+    event ``first``): not integers [num_events], or a value other than 0 (train), 1 (validation) or
+    2 (test); None when nothing is."""
+    split = np.asarray(split)
+    if split.shape != (num_events,):
+        return f"has shape {list(split.shape)}, the {num_events} events call for [{num_events}]"
+    if split.dtype.kind not in "iu":
+        return f"holds {split.dtype} values, not integers"
+    bad = np.flatnonzero((split < 0) | (split > 2))
+    if bad.size:
+        return (f"holds {int(split[bad[0]])} at event {first + int(bad[0])}: expected 0 (train), 1 (validation) "
+                "or 2 (test)")
+    return None
+
+
 def verify(store) -> int:
     """Read every array whole and compare its sha256 with the one recorded at ingest; StoreError
     naming the first array that differs. Returns the bytes of data checked."""
@@ -266,6 +284,9 @@ def verify(store) -> int:
             block = store.read(name, slice(a, a + step))
             if name in NODE_ID_ARRAYS:
                 check_ids(store.path, name, block, store.num_nodes)
+            problem = split_problem(block, block.shape[0], a) if name == "events/split" else None
+            if problem:
+                raise StoreError(f"{store.path}: array {name} {problem}; {DAMAGED}")
             d.update(block)
             total += block.nbytes
         if d.hexdigest() != digests[name]:

@@ -157,6 +157,11 @@ def _write_group(tmp: Path, raw: RawGraph, snaps: Snapshots, features, spec, thr
             w.add("events/label", ev.label.astype(np.int64), ("event",))
         if ev.features is not None:
             w.add("events/features", ev.features.astype(np.float32), ("event", "feature"))
+        if ev.split is not None:
+            problem = integrity.split_problem(ev.split, len(ev))
+            if problem:   # a reader's bad split: one line, nothing written (atomic)
+                raise InputError(f"the events' split {problem}", raw.sources[0] if raw.sources else None)
+            w.add("events/split", np.asarray(ev.split).astype(np.int8), ("event",))
         if ev.negatives is not None:
             try:
                 event, neg = check_stored_negatives(ev.negatives, len(ev), n)
@@ -342,7 +347,8 @@ class SnapshotStore:
         return src, dst
 
     def events(self) -> EventStream | None:
-        """The time-sorted event stream, if the source had one."""
+        """The time-sorted event stream, if the source had one (with its stored negatives and
+        per-event split where the store has them; StoreError for a split value other than 0, 1, 2)."""
         if not self.has("events/src"):
             return None
         def opt(name):
@@ -355,8 +361,12 @@ class SnapshotStore:
                                                     self.read("negatives/dst")), src.size, self.num_nodes)
             except ValueError as exc:
                 raise StoreError(f"{self.path}: negatives/: {exc}") from None
+        split = opt("events/split")
+        problem = None if split is None else integrity.split_problem(split, src.size)
+        if problem:
+            raise StoreError(f"{self.path}: array events/split {problem}; {integrity.DAMAGED}")
         return EventStream(src, dst, self.read("events/t"), opt("events/w"), opt("events/label"),
-                           opt("events/features"), negatives=negatives)
+                           opt("events/features"), negatives=negatives, split=split)
 
 
 def check_stored_negatives(negatives, num_events: int, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

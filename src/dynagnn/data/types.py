@@ -30,6 +30,8 @@ class EventStream:
     negatives: (event int64 [M], dst int64 [M, K]) or None: pre-generated evaluation negatives (TGB's):
     K negative destinations for the source of each listed event, events in increasing order. The
     event task scores those events against them instead of drawing its own random negatives.
+    split: int8 [E] or None: the source's own split of the events (TGL's ``ext_roll``, TGB's): 0 train,
+    1 validation, 2 test. The event task then uses it instead of its time quantiles.
     """
 
     src: np.ndarray
@@ -40,6 +42,7 @@ class EventStream:
     features: np.ndarray | None = None
     order: np.ndarray | None = None
     negatives: tuple[np.ndarray, np.ndarray] | None = None
+    split: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.src.shape[0])

@@ -2,6 +2,8 @@
 
 * Split: chronological by time, DyGLib's way: events up to the 70% quantile of the event times
   train, up to the 85% quantile validate, the rest test (events of one timestamp never straddle).
+  Where the store carries the source's own split (``events/split``: TGL's ``ext_roll``, TGB's split)
+  it is used instead, as it is: 0 train, 1 validation, 2 test (``val`` and ``test`` then unused).
 * Inductive setting (TGN's and DyGLib's): 10% of the nodes (as a count of all nodes) that appear in
   validation or test are drawn by seed and hidden from training: every training event touching one is
   dropped (from the batches, the memory and the training sampler). Validation and test events that
@@ -72,6 +74,10 @@ class EventLinkTask(NegativeKinds):
     ``test_events`` int64 event indices (training ones without the hidden nodes' events);
     ``inductive`` bool [E] (an evaluation event touching a node unseen in training);
     ``split`` an :class:`EventSplit` of batch units.
+
+    The events split by time quantiles (``val``, ``test``: the shares of validation and test), or,
+    when ``events.split`` is given (the store's ``events/split``, a source's own split such as TGL's
+    ``ext_roll``), by it exactly: 0 train, 1 validation, 2 test, whatever the events' times.
     """
 
     name = "link"
@@ -91,11 +97,16 @@ class EventLinkTask(NegativeKinds):
         self.batch_size, self.eval_negatives = int(batch_size), int(eval_negatives)
         if self.eval_negatives < 1:
             raise ConfigError(f"eval_negatives {eval_negatives}: evaluation needs at least 1 negative per event")
-        val_time, test_time = np.quantile(self.t, [1 - val - test, 1 - test])
         n = self.t.size
         idx = np.arange(n, dtype=np.int64)
-        in_train, in_test = self.t <= val_time, self.t > test_time
-        in_val = ~in_train & ~in_test
+        stored_split = getattr(events, "split", None)
+        if stored_split is not None:   # the source's own split (TGL's ext_roll, TGB's), as it is
+            stored_split = np.asarray(stored_split)
+            in_train, in_val, in_test = (stored_split == k for k in (0, 1, 2))
+        else:
+            val_time, test_time = np.quantile(self.t, [1 - val - test, 1 - test])
+            in_train, in_test = self.t <= val_time, self.t > test_time
+            in_val = ~in_train & ~in_test
         # the hidden nodes: a share of all nodes, drawn from those active after training
         later = unique_sorted(np.concatenate([self.src[~in_train], self.dst[~in_train]]))
         rng = np.random.default_rng([self.seed, 14])
@@ -113,8 +124,9 @@ class EventLinkTask(NegativeKinds):
             raise ConfigError(f"event_batch {b} is larger than the {self.train_events.size} training events of "
                               f"{path}; use at most {self.train_events.size}")
         if self.val_events.size == 0 or self.test_events.size == 0:
-            raise ConfigError(f"{path}: the {n} events leave no validation or test events (their times are "
-                              "too few distinct values for a 70/15/15 split)")
+            why = ("its stored split (events/split) has no 1 (validation) or no 2 (test)" if stored_split is not None
+                   else "their times are too few distinct values for a 70/15/15 split")
+            raise ConfigError(f"{path}: the {n} events leave no validation or test events ({why})")
         self.train_dst = unique_sorted(self.dst[self.train_events])
         self.all_dst = unique_sorted(self.dst.copy())
         self._units = {"train": self.train_events, "val": self.val_events, "test": self.test_events}

