@@ -64,3 +64,17 @@ def pytest_collection_modifyitems(config, items):
     started last would keep a core busy alone after every other test had finished."""
     items.sort(key=lambda item: (item.get_closest_marker("workflow") is None,
                                  not item.name.startswith("test_runnable_block")))
+
+
+@pytest.fixture
+def clean_model_registry():
+    """The model registry as it was before the test: a test that loads a user's model by import path
+    leaves no name behind for a later test that lists the registered models."""
+    from dynagnn.models import registry
+
+    tables = (registry.MODELS, registry.ALL_MODELS, registry.KINDS)
+    saved = [dict(t) for t in tables]
+    yield
+    for table, before in zip(tables, saved):
+        table.clear()
+        table.update(before)

@@ -44,12 +44,20 @@ def schema_node(key: str) -> dict:
 
 
 def _registered(validator, registry, instance, schema):
-    """The ``x-registry`` keyword, ``{names: <module>.<mapping>, what: <one entry>}``: a string value
-    must be a key of that mapping. The schema names the registry and it is imported only when a value
+    """The ``x-registry`` keyword, ``{names: <module>.<mapping>, what: <one entry>, resolve: <module>.<function>}``:
+    a string value must be a key of that mapping, or one that ``resolve`` (optional) registers into it
+    without a ConfigError (a model's import path). The schema names the registry and it is imported only when a value
     is checked: the registries live in layers above this one (models, train) and pull in torch."""
     if isinstance(instance, str):
         module, _, attr = registry["names"].rpartition(".")
         names = getattr(importlib.import_module(module), attr)
+        if instance not in names and registry.get("resolve"):   # a user's package.module:Class, loaded and checked
+            module, _, attr = registry["resolve"].rpartition(".")
+            try:
+                getattr(importlib.import_module(module), attr)(instance)
+            except ConfigError as exc:
+                yield jsonschema.ValidationError(str(exc))
+            return
         if instance not in names:
             yield jsonschema.ValidationError(f"unknown {registry['what']} {instance!r}{did_you_mean(instance, names)}; "
                                              f"known: {', '.join(names)}")

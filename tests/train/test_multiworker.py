@@ -32,12 +32,14 @@ def test_two_workers_write_what_one_writes(link_store, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--workers", "0"], "--workers: 0 is less than the minimum of 1"),
-    (["--strategy", "snapshot", "--model", "tgcn", "--workers", "2"], "use --strategy sequential or vertex"),
+    (["--strategy", "snapshot", "--model", "tgcn", "--workers", "2"],
+     "its GCN runs inside the recurrence, with no seam between the per-snapshot GCN and the per-vertex RNN to redistribute at; strategies that can: sequential, vertex, group"),
     (["--strategy", "snapshot", "--model", "wdgcn", "--workers", "4", "--window", "3"],
      "a step holds batch_windows × window = 3 snapshots, fewer than the 4 workers"),
     (["--strategy", "vertex", "--model", "wdgcn", "--workers", "41"], "41 workers for 40 vertices"),
     (["--strategy", "sequential", "--workers", "2"], "use --strategy vertex or snapshot"),
-    (["--strategy", "vertex", "--model", "evolvegcn_h", "--workers", "2"], "cannot serve evolvegcn_h"),
+    (["--strategy", "vertex", "--model", "evolvegcn_h", "--workers", "2"],
+     "the vertex strategy cannot train model evolvegcn_h: its step mixes vertices outside adj.spmm"),
 ])
 def test_bad_input_is_one_line(link_store, tmp_path, capsys, args, message):
     rc = main(["-q", "train", str(link_store), "--out-dir", str(tmp_path / "o"), "--epochs", "1", *args])

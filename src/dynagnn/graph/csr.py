@@ -131,6 +131,7 @@ class Adjacency:
     matrix: torch.Tensor
     symmetric: bool = False
     _transposed: torch.Tensor | None = field(default=None, repr=False, compare=False)
+    _edges: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
     @property
     def transposed(self) -> torch.Tensor:
@@ -141,6 +142,29 @@ class Adjacency:
             with _csr_beta_ok():
                 self._transposed = self.matrix.t().to_sparse_csr()
         return self._transposed
+
+    @property
+    def edge_index(self) -> torch.Tensor:
+        """``Â`` as PyTorch Geometric's ``edge_index`` int64 [2, nnz]: row 0 the source u, row 1 the
+        target v of each entry ``Â[v, u]``, self-loops included, on the matrix's device. Built on first
+        use and kept with the snapshot, so that a PyG layer (``GCNConv(normalize=False)``,
+        ``ChebConv``, any ``MessagePassing``) reads it without a conversion per call."""
+        return self._pyg_edges()[0]
+
+    @property
+    def edge_weight(self) -> torch.Tensor:
+        """The values of ``Â`` float32 [nnz], aligned with :attr:`edge_index`: what PyG's ``gcn_norm``
+        returns for the snapshot's edges (module docstring), so ``GCNConv(normalize=False)`` with
+        these computes dynagnn's ``Â·X``."""
+        return self._pyg_edges()[1]
+
+    def _pyg_edges(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._edges is None:
+            m = self.matrix
+            crow = m.crow_indices()
+            target = torch.repeat_interleave(torch.arange(m.shape[0], device=crow.device), crow.diff())
+            self._edges = (torch.stack([m.col_indices().to(torch.int64), target]), m.values())
+        return self._edges
 
     @property
     def num_nodes(self) -> int:

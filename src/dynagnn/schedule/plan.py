@@ -156,7 +156,7 @@ def _check_orders(flags, workers: int, where) -> None:
     """InputError unless ``operators.update_first`` is one 0/1 order per worker, process and layer
     (shape [workers, 2, L])."""
     shape = list(np.shape(flags))
-    if len(shape) != 3 or shape[0] != workers or shape[1] != 2 or shape[2] < 1:
+    if len(shape) != 3 or shape[0] != workers or shape[1] != 2:   # 0 layers: a model with no GCNLayer
         raise InputError(f"operators.update_first has shape {shape}, expected [{workers}, 2, layers] (one order "
                          f"per worker, co-located process and GCN layer); re-run the schedule stage", where)
 

@@ -328,7 +328,7 @@ def plan_operators_batch(agg, upd, rnn=None, method: str = "exhaustive") -> Batc
     """
     agg, upd, rnn = _inputs(agg, upd, rnn, batched=True)
     n, _, L = agg.shape
-    F = np.array(list(itertools.product((False, True), repeat=L)), dtype=bool).reshape(-1, L)  # [C, L]
+    F = np.array(list(itertools.product((False, True), repeat=L)), dtype=bool).reshape(2 ** L, L)  # [C, L]
     span = np.maximum((agg[:, 0] + upd[:, 0] + rnn[:, 0]).sum(-1), (agg[:, 1] + upd[:, 1] + rnn[:, 1]).sum(-1))
     F0 = np.zeros((1, L), dtype=bool)
     dr0 = _batch_dr(_batch_segments(agg[:, 0], upd[:, 0], rnn[:, 0], F0),

@@ -88,6 +88,8 @@ def check_run(strategy, store: SnapshotStore, workers: int, model=None) -> None:
         raise ConfigError(f"batch_windows {c.batch_windows}: a step needs at least 1 window")
     if model is None:
         model = strategy.build_model(strategy.input_dim(store))
+    if "snapshot" in strategy.models or "stacked" in strategy.models:
+        strategy.check_model(model)
     strategy.check(model, store, workers)
 
 

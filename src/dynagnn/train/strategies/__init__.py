@@ -60,6 +60,12 @@ def register(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
+def serving_strategies(model_cls: type, contract) -> list[str]:
+    """The registered strategies that can train the snapshot model ``model_cls`` with ``contract``
+    (what the contract check found), in registry order."""
+    return [name for name, cls in STRATEGIES.items() if cls.model_refusal(model_cls, contract) is None]
+
+
 def workflow_family(name: str) -> dict:
     """What the workflow asks of strategy ``name`` (``rules/common.smk``): its family (strategies
     compared side by side), processes per worker, whether it trains by the schedule stage's plan, the
@@ -69,4 +75,4 @@ def workflow_family(name: str) -> dict:
             "figure": cls.figure, "models": list(cls.models)}
 
 
-__all__ = ["STRATEGIES", "Run", "Strategy", "register", "strategy_class", "workflow_family"]
+__all__ = ["STRATEGIES", "Run", "Strategy", "register", "serving_strategies", "strategy_class", "workflow_family"]

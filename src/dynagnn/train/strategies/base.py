@@ -134,6 +134,7 @@ class Strategy:
     refuses: dict[str, str] = {}  # why it takes no such option, where a reason says more than who does
     family = ""
     models: tuple[str, ...] = ("snapshot",)
+    needs: tuple[str, ...] = ()   # what a snapshot model's contract must give (models.contract): row_local
     tasks: tuple[str, ...] = ("link", "classify", "regress")
     procs_per_worker = 1
     needs_plan = False
@@ -162,6 +163,32 @@ class Strategy:
     def shape_keys(cls, config) -> dict:
         """Options that shape the model's weights, beside the shared keys (a checkpoint's fingerprint)."""
         return {}
+
+    @classmethod
+    def model_refusal(cls, model_cls: type, contract) -> str | None:
+        """Why this strategy cannot train the snapshot model ``model_cls``, whose contract check
+        (:func:`dynagnn.models.contract.check_contract`) found ``contract``; None where it can."""
+        if "snapshot" not in cls.models and "stacked" not in cls.models:
+            return f"it trains {' and '.join(cls.models)} models, not snapshot models"
+        for need in cls.needs + (("stacked",) if "snapshot" not in cls.models else ()):
+            why = contract.refusal(need)
+            if why:
+                return why
+        return None
+
+    def check_model(self, model) -> None:
+        """ConfigError, naming the model and the strategies that can train it, where the model's contract
+        (checked once per class, the built-in models' too) rules this strategy out."""
+        from dynagnn.models.contract import check_contract
+
+        contract = check_contract(type(model), self.config.model)
+        why = self.model_refusal(type(model), contract)
+        if why:
+            from dynagnn.train.strategies import serving_strategies
+
+            can = serving_strategies(type(model), contract)
+            raise ConfigError(f"the {self.name} strategy cannot train model {self.config.model}: {why}; "
+                              f"strategies that can: {', '.join(can)}")
 
     def check(self, model: DynamicGNN, store, workers: int) -> None:
         """Raise ConfigError if this strategy cannot serve ``model`` on ``store`` with ``workers`` workers."""
@@ -217,10 +244,10 @@ class Strategy:
     def model_class(self, name: str) -> type:
         """The snapshot model class ``name``; ConfigError naming the model and the strategies that train
         it (by the registry's ``models`` contracts) when it is an event or a sampled model."""
-        from dynagnn.models import MODELS, SAMPLED_MODELS, TGNN_MODELS, model_class
+        from dynagnn.models import model_class, model_kind
 
-        kind = None if name in MODELS else "sampled" if name in SAMPLED_MODELS else "event" if name in TGNN_MODELS else None
-        if kind is not None:
+        kind = model_kind(name)   # an import path is loaded and its contract checked here
+        if kind in ("sampled", "event"):
             from dynagnn.train.strategies import STRATEGIES
 
             names = [n for n, cls in STRATEGIES.items() if kind in cls.models]

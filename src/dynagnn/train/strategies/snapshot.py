@@ -54,10 +54,6 @@ from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
 
 
-def serves(model) -> bool:
-    return isinstance(model, (StackedGNN, EvolveGCNO))
-
-
 @dataclass(frozen=True)
 class SnapshotOptions(Transfer, SequenceMode, Truncation, LinkNegatives):
     """The snapshot strategy's: how snapshots are fed, and the sequence mode (tbptt cuts a carried
@@ -72,13 +68,20 @@ class SnapshotPartition(Strategy):
     refuses = {"checkpoint_blocks": "the snapshot strategy does not checkpoint yet; use --strategy sequential or "
                                     "vertex with checkpointing"}
 
+    @classmethod
+    def model_refusal(cls, model_cls, contract):
+        """A stacked model whose temporal part is row-independent, or EvolveGCN-O (its weights evolve on
+        every worker, the GCN of each snapshot is local)."""
+        if issubclass(model_cls, EvolveGCNO):
+            return None
+        why = contract.refusal("stacked")
+        if why and contract.kind != "stacked":
+            return (f"{why}: its GCN runs inside the recurrence, with no seam between the per-snapshot GCN and "
+                    "the per-vertex RNN to redistribute at")
+        return why
+
     def check(self, model, store, workers):
         num_nodes = store.num_nodes
-        if not serves(model):
-            raise ConfigError(f"snapshot strategy cannot serve {model.name}: its GCN runs inside the "
-                              "recurrence, so there is no seam between the per-snapshot GCN and the "
-                              "per-vertex RNN to redistribute at; use --strategy sequential or vertex "
-                              "(the snapshot strategy serves wdgcn, mpnn_lstm, cdgcn, tmgcn and evolvegcn_o)")
         if not self.check_sequence(store):
             if self.options.tbptt:
                 raise ConfigError("the snapshot strategy scores whole windows: tbptt cuts a carried sequence "

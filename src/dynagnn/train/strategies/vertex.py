@@ -34,7 +34,6 @@ from dynagnn.distributed.comm import Comm, HaloPlan
 from dynagnn.errors import ConfigError
 from dynagnn.graph.csr import Adjacency, SpMM, csr_matrix
 from dynagnn.graph.partition import hash_partition, metis_partition
-from dynagnn.models.evolvegcn import EvolveGCNH
 from dynagnn.sortedkeys import row_offsets, unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.checkpoint import run_blocks
@@ -51,6 +50,14 @@ class HaloAdjacency(Adjacency):
         super().__init__(matrix, symmetric=False)
         self.plan = plan
         self.comm = comm
+
+    @property
+    def edge_index(self):
+        raise ConfigError("the vertex strategy's adjacency holds a worker's own rows, whose remote columns reach "
+                          "it only through adj.spmm (the halo): a model reading adj.edge_index (a PyTorch "
+                          "Geometric layer) cannot run under it; use sequential, frames or group")
+
+    edge_weight = edge_index
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         halo = self.comm.halo(x, self.plan)
@@ -128,15 +135,13 @@ class VertexPartition(Strategy):
     name = "vertex"
     Options = VertexOptions
     family = "window"
+    needs = ("row_local",)   # a worker holds its own rows; other vertices reach it through adj.spmm's halo
 
     def check(self, model, store, workers):
         num_nodes = store.num_nodes
         if workers > num_nodes:
             raise ConfigError(f"vertex strategy: {workers} workers for {num_nodes} vertices; use at most "
                               f"{num_nodes} workers")
-        if isinstance(model, EvolveGCNH):
-            raise ConfigError("vertex strategy cannot serve evolvegcn_h: its top-k summary ranks all "
-                              "vertices of a snapshot together; use --strategy sequential, or evolvegcn_o")
         if self.options.partitioner not in PARTITIONERS:
             raise ConfigError(f"partitioner {self.options.partitioner!r}: the vertex strategy splits by one of "
                               f"{', '.join(PARTITIONERS)}")

@@ -1,0 +1,80 @@
+"""A model defined in a test file, named by import path, trains under every strategy its contract
+allows with sequential's loss and gradients, and is refused by name under the others."""
+
+import numpy as np
+import pytest
+
+from dynagnn.data.store import open_store
+from dynagnn.distributed.testing import run_on
+from dynagnn.errors import ConfigError
+from dynagnn.schedule.plan import build_plan
+from dynagnn.tasks.snapshot import training_ends
+from dynagnn.train.engine import Trainer, check_run
+
+from .conftest import small_store
+from .test_group import _check_equal, _group_steps
+from .test_group import config as group_config
+from .test_group import one_step as group_step
+from .test_strategies import ENDS, _steps, assert_same_step, config, one_step
+
+pytestmark = pytest.mark.usefixtures("clean_model_registry")
+
+PLAIN, STACKED = "tests.models.plugin_cells:GRUCell", "tests.models.plugin_cells:StackedCell"
+MIXING = "tests.models.plugin_cells:GlobalMeanCell"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return small_store(tmp_path_factory.mktemp("plugin") / "link.zarr", num_snapshots=12)
+
+
+def test_vertex_and_snapshot_split_equal_sequential(store):
+    ref = {m: one_step(store, config(m, "sequential", 1)) for m in (PLAIN, STACKED)}
+    for strategy, models in (("vertex", [PLAIN, STACKED]), ("snapshot", [STACKED])):
+        r0, r1 = run_on(2, _steps, store, models, strategy, {}, timeout=300)
+        for m in models:
+            assert_same_step(r0[m], ref[m])
+            assert_same_step(r1[m], ref[m][:2] + (None, None))
+
+
+def test_frames_equal_sequential(store):
+    for m in (PLAIN, STACKED):
+        ref = one_step(store, config(m, "sequential", 1))
+        assert_same_step(one_step(store, config(m, "frames", 1, frame_size=2, pipeline="off")), ref)
+
+
+def test_group_equals_sequential(store, tmp_path):
+    """BLAD's pair on one worker, by a plan of uneven per-snapshot times (a model of no GCNLayer has no
+    operator order to set: the plan's order lists no layer)."""
+    st = open_store(store)
+    T = st.num_snapshots
+    ends = training_ends(st, 3)
+    rng = np.random.default_rng(0)
+    fwd = rng.uniform(1, 10, T)
+    cases = {}
+    for m in (PLAIN, STACKED):
+        path = tmp_path / f"{m.rsplit(':', 1)[1]}.json"
+        build_plan(fwd, 2 * fwd, group_len=3, num_workers=1, dataset=st.attrs["name"], model=m,
+                   layer_times=tuple(np.zeros((T, 0)) for _ in range(3)), store_checksum=st.checksum,
+                   groups=ends).save(path)
+        cases[(m, "group")] = (m, "group", str(path), ends)
+    results = run_on(1, _group_steps, store, cases, procs_per_worker=2, timeout=300)
+    for (m, _), case in cases.items():
+        ref = group_step(store, group_config(m, "sequential", 1), ends)
+        for res in results:
+            _check_equal(res[(m, "group")], ref)
+
+
+@pytest.mark.parametrize("model,strategy,message", [
+    (PLAIN, "snapshot", "the snapshot strategy cannot train model tests.models.plugin_cells:GRUCell: it is a "
+                        "DynamicGNN with one step per snapshot, not a StackedGNN"),
+    (MIXING, "vertex", "the vertex strategy cannot train model tests.models.plugin_cells:GlobalMeanCell: its step "
+                       "mixes vertices outside adj.spmm"),
+    ("evolvegcn_h", "vertex", "the vertex strategy cannot train model evolvegcn_h: its step mixes vertices"),
+])
+def test_refused_by_name_with_the_strategies_that_can(store, model, strategy, message):
+    cfg = config(model, strategy, 2)
+    with pytest.raises(ConfigError) as e:
+        check_run(cfg.strategy_cls(cfg), open_store(store), 2)
+    assert str(e.value).startswith(message) and "strategies that can: sequential" in str(e.value)
+    assert "\n" not in str(e.value)
