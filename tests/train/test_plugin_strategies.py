@@ -78,3 +78,19 @@ def test_refused_by_name_with_the_strategies_that_can(store, model, strategy, me
         check_run(cfg.strategy_cls(cfg), open_store(store), 2)
     assert str(e.value).startswith(message) and "strategies that can: sequential" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_group_without_a_plan_plans_from_the_models_own_steps(store, tmp_path):
+    """No operator list for a user's model: the plan made at start times its step on every snapshot;
+    the epoch's losses equal sequential training's."""
+    from dynagnn import api
+    from dynagnn.cost.step_times import model_step_times
+    from dynagnn.train.run_config import TrainConfig
+
+    fwd, bwd = model_step_times(open_store(store), PLAIN, 5)
+    assert fwd.shape == bwd.shape == (open_store(store).num_snapshots,) and (fwd > 0).all() and (bwd > 0).all()
+    runs = {}
+    for strategy in ("sequential", "group"):
+        cfg = TrainConfig.of(model=PLAIN, strategy=strategy, hidden=5, window=3, epochs=2, patience=2)
+        runs[strategy], _ = api.train(store, tmp_path / strategy, cfg, progress=False)
+    assert runs["group"]["loss"].to_numpy() == pytest.approx(runs["sequential"]["loss"].to_numpy(), rel=1e-5)

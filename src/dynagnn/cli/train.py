@@ -40,7 +40,9 @@ def add_train(sub, options: bool = True) -> None:
                                       "wdgcn, mpnn_lstm, gcrn, cdgcn, tmgcn; on a store with events tgn, jodie, "
                                       "apan (with --strategy events); graphsage, gcn (with --strategy sampled); "
                                       "edgebank, edgebank_window (EdgeBank, trained by nothing: scored on the event "
-                                      "task with --strategy events, on the snapshot link task with sequential)")
+                                      "task with --strategy events, on the snapshot link task with sequential); or a class "
+                                      "of your own as package.module:Class (a DynamicGNN or StackedGNN, checked "
+                                      "before it trains: docs/strategies.md, Your own model)")
     tr.add_argument("--strategy", help="sequential (default) or another of the strategies listed below, each with the "
                                        "options it takes")
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "

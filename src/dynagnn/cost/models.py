@@ -136,6 +136,16 @@ class ModelCalls:
                 "calls": [list(c) for c in self.calls()]}
 
 
+def has_call_list(name: str) -> bool:
+    """Whether :class:`ModelCalls` lists model ``name``'s operators (dynagnn's own models); a user's
+    model by import path has none and is planned from its measured steps (:mod:`.step_times`)."""
+    try:
+        ModelCalls(str(name), 1, 1).calls()
+    except CostError:
+        return False
+    return True
+
+
 def model_calls(name: str, in_dim: int, hidden: int) -> ModelCalls:
     """The operator calls of model ``name`` (a key of :data:`dynagnn.models.MODELS`)."""
     return ModelCalls(str(name), int(in_dim), int(hidden))

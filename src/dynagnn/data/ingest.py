@@ -2,7 +2,9 @@
 
 check the output folder -> read (or generate) -> check the values -> clean and discretise (the
 snapshot count and its memory estimated first) -> node features -> write the store atomically.
-What was dropped (self-loops, duplicates) and the weight rule applied are logged.
+What was dropped (self-loops, duplicates) and the weight rule applied are logged. A graph already
+in memory (:func:`ingest_graph`: the Python API's ``from_pyg``) joins that path after the read:
+:func:`store_graph` is everything after it, for both.
 """
 
 from __future__ import annotations
@@ -53,10 +55,40 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     """Build the store of one dataset (a validated config entry) at ``out``; return its path."""
     t0 = time.perf_counter()
     out = Path(out)
+    prepare_output(out)
+    raw, generated_sum = load_raw(spec)
+    return store_graph(raw, spec, out, name=name, threads=threads, source_checksum=generated_sum, started=t0)
+
+
+def ingest_graph(raw: RawGraph, spec: dict[str, Any], out: str | Path, *, name: str = "", threads: int = 1,
+                 source_checksum: str | None = None) -> Path:
+    """Build the store of a graph already in memory (``raw``: what a reader would return, e.g.
+    :func:`dynagnn.from_pyg`'s conversion of a PyTorch Geometric object) at ``out``, through the path
+    :func:`ingest` takes after reading: the same checks, discretisation (``spec``: the dataset
+    entry's keys, ``format`` naming where the graph came from), features and atomic write.
+    ``source_checksum``: the sha256 of the graph's content (it has no source file to hash); the
+    store's checksum is made from it and ``spec``. Returns the store's path."""
+    t0 = time.perf_counter()
+    out = Path(out)
+    prepare_output(out)
+    return store_graph(raw, spec, out, name=name, threads=threads, source_checksum=source_checksum, started=t0)
+
+
+def prepare_output(out: Path) -> None:
+    """Refuse an output the store cannot be written to (:func:`check_writable`) and remove the
+    temporaries an interrupted ingest left beside it; before any input is read."""
     check_writable(out)
     for stale in remove_stale_temporaries(out):
         log.info("removed %s, left by an ingest that no longer runs", stale)
-    raw, generated_sum = load_raw(spec)
+
+
+def store_graph(raw: RawGraph, spec: dict[str, Any], out: Path, *, name: str = "", threads: int = 1,
+                source_checksum: str | None = None, started: float | None = None) -> Path:
+    """Everything :func:`ingest` does after reading (the one path of a file's graph and of one made in
+    memory): check the values, clean and discretise, node features, write the store at ``out``
+    (checked already: :func:`prepare_output`). ``source_checksum``: a generated graph's (files are
+    hashed by the store writer); ``started``: when the ingest began, for the log."""
+    t0 = time.perf_counter() if started is None else started
     raw.name = name or raw.name
     log.info("read %s: %d nodes, %s events, %s source snapshots in %.2fs", raw.name, raw.num_nodes,
              "no" if raw.events is None else len(raw.events),
@@ -98,8 +130,8 @@ def ingest(spec: dict[str, Any], out: str | Path, *, name: str = "", threads: in
     record["edge_weight"], record["self_loops"] = edge_weight, self_loops
     # The limit changes no content, so raising it must not change the checksum.
     record["snapshots"] = {k: v for k, v in win.items() if k != "max_count"}
-    if generated_sum:
-        record["source_checksum"] = generated_sum
+    if source_checksum:
+        record["source_checksum"] = source_checksum
     t2 = time.perf_counter()
     try:
         path = write_store(out, raw, snaps, x, spec=record, threads=threads)

@@ -203,6 +203,27 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
                       meta=meta, groups=groups, tail=tail, handover=handover, allreduce_s=allreduce_s, depth=depth)
 
 
+def plan_from_step_times(store, fwd, bwd, *, model: str, layers: int, workers: int, window: int, hidden: int,
+                         groups=None, tail: dict | None = None, depth: int = DEFAULT_PIPELINE_DEPTH,
+                         source: str = "") -> SchedulePlan:
+    """The plan of a model with no operator list (a user's), from its measured per-snapshot forward
+    and backward seconds ``fwd``, ``bwd`` [T] (:func:`dynagnn.cost.step_times.model_step_times`):
+    BLAD's groups, split and queue as :func:`plan_store` plans them, and the default operator order
+    of its ``layers`` GCNLayers (no operator times to reorder them by)."""
+    if int(window) > store.num_snapshots:
+        raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
+    fwd, bwd = np.asarray(fwd, dtype=np.float64), np.asarray(bwd, dtype=np.float64)
+    zeros = np.zeros((store.num_snapshots, int(layers)))
+    meta = {"predictor": str(source), "num_nodes": int(store.num_nodes), "window": int(window), "hidden": int(hidden),
+            "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
+            "groups": "all" if groups is None else [int(g) for g in groups],
+            "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
+                             for g, v in (tail or {}).items()}}
+    return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers), dataset=str(store.attrs.get("name", "")),
+                      model=model, layer_times=(zeros, zeros, zeros), store_checksum=store.checksum, meta=meta,
+                      groups=groups, tail=tail, depth=depth)
+
+
 def schedule_stage(store_path: str | Path, predictor_path: str | Path, *, model: str, workers: int, window: int = 4,
                    hidden: int = 32, stats: str | Path | None = None, overlap: str | Path | None = None,
                    strategy: str = "contiguous", balance_method: str = "dp",

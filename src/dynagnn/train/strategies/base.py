@@ -181,12 +181,16 @@ class Strategy:
         (checked once per class, the built-in models' too) rules this strategy out."""
         from dynagnn.models.contract import check_contract
 
+        from dynagnn.models import is_import_path
+        from dynagnn.train.strategies import serving_strategies
+
         contract = check_contract(type(model), self.config.model)
         why = self.model_refusal(type(model), contract)
+        can = serving_strategies(type(model), contract)
+        if is_import_path(self.config.model):
+            log.info("model %s passes the contract check (%s%s): served by %s", self.config.model, contract.kind,
+                     ", row-local" if contract.row_local else "", ", ".join(can))
         if why:
-            from dynagnn.train.strategies import serving_strategies
-
-            can = serving_strategies(type(model), contract)
             raise ConfigError(f"the {self.name} strategy cannot train model {self.config.model}: {why}; "
                               f"strategies that can: {', '.join(can)}")
 

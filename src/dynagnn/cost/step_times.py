@@ -1,0 +1,56 @@
+"""Per-snapshot step times of a model the cost model has no operator list for: a user's model.
+
+BLAD plans from linear-regression predictors of profiled operators, which need each model's
+operator calls (:mod:`.models`, written for dynagnn's own models). A model named by import path has
+none, so a plan for it (the group strategy's plan made at start, :func:`dynagnn.api.plan_at_start`)
+is built from the model itself instead: each snapshot's forward step and its backward, timed on this
+machine with the run's threads and width, the median of ``repeats`` after a warm-up. That is the
+measurement BLAD's planner would predict, taken directly: a snapshot's cost includes everything its
+step does, nothing is extrapolated, and it costs one forward and backward per snapshot and repeat.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from dynagnn.allocator import keep_freed_heap
+from dynagnn.graph import csr
+from dynagnn.models import build_model
+
+
+def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: int = 3,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) float64 [T] median seconds of ``model``'s step on each snapshot of
+    ``store`` from its initial state (module docstring), with ``threads`` torch threads, on the CPU."""
+    keep_freed_heap()
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        features = np.asarray(store.require_features(), dtype=np.float32)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            net = build_model(model, store.feature_dim(), hidden)
+        n = store.num_nodes
+        fwd, bwd = np.zeros(store.num_snapshots), np.zeros(store.num_snapshots)
+        for t, (row, col, w) in enumerate(store.window_edges(0, store.num_snapshots)):
+            adj = csr.normalize(row, col, w, n)
+            x = torch.from_numpy(features if features.ndim == 2 else features[t])
+            f, b = [], []
+            for _ in range(int(repeats) + 1):   # the first run warms the allocator and the layers' caches
+                state = net.initial_state(n)
+                t0 = time.perf_counter()
+                h, _ = net.step(adj, x, state)
+                t1 = time.perf_counter()
+                h.sum().backward()
+                t2 = time.perf_counter()
+                f.append(t1 - t0)
+                b.append(t2 - t1)
+                net.zero_grad(set_to_none=True)
+            fwd[t], bwd[t] = statistics.median(f[1:]), statistics.median(b[1:])
+        return fwd, bwd
+    finally:
+        torch.set_num_threads(before)
