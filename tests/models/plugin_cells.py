@@ -98,3 +98,11 @@ class NotAModel(nn.Module):
 
 def not_a_class(in_dim, hidden_dim):
     return GRUCell(in_dim, hidden_dim)
+
+
+class AdjTCell(GRUCell):
+    """Aggregates with adj.adj_t (PyG's sparse adjacency) instead of adj.spmm: no halo under the vertex split."""
+
+    def step(self, adj, x, state):
+        h = self.gru(torch.relu(torch.sparse.mm(adj.adj_t, self.lin(x))), state[0])
+        return h, (h,)

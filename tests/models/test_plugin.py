@@ -33,6 +33,8 @@ def test_contracts_and_what_they_serve():
     mixing = check_contract(cells.GlobalMeanCell)
     assert not mixing.row_local and "mixes vertices" in mixing.why_not_row_local
     assert check_contract(cells.StackedMixingCell).temporal_row_local is False
+    adj_t = check_contract(cells.AdjTCell)
+    assert adj_t.reads_edge_index and not adj_t.row_local and "adj.edge_index" in adj_t.why_not_row_local
     served = {c: serving_strategies(c, check_contract(c)) for c in (cells.GRUCell, cells.StackedCell,
                                                                   cells.GlobalMeanCell, cells.StackedMixingCell)}
     window = ["sequential", "vertex", "group", "blad_nm", "blad_even", "group_frames", "frames"]

@@ -55,6 +55,7 @@ def test_edge_index_is_pygs_view_of_the_operator_built_once():
     x = torch.randn(adj.num_nodes, 4)
     torch.testing.assert_close(conv(x, adj.edge_index, adj.edge_weight), csr.aggregate(adj, conv.lin(x)),
                                rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(conv(x, adj.adj_t), csr.aggregate(adj, conv.lin(x)), rtol=1e-5, atol=1e-6)
 
 
 def test_the_pyg_cell_equals_the_cell_on_dynagnns_operator():
@@ -102,5 +103,5 @@ def test_the_vertex_split_refuses_it_by_name(store):
     with pytest.raises(ConfigError) as e:
         check_run(cfg.strategy_cls(cfg), open_store(store), 2)
     assert str(e.value).startswith("the vertex strategy cannot train model gconv_gru:GConvGRU: it reads adj.edge_index "
-                                   "(a PyTorch Geometric layer)")
+                                   "or adj.adj_t (a PyTorch Geometric layer)")
     assert "strategies that can: sequential, group" in str(e.value)

@@ -158,6 +158,13 @@ class Adjacency:
         these computes dynagnn's ``Â·X``."""
         return self._pyg_edges()[1]
 
+    @property
+    def adj_t(self) -> torch.Tensor:
+        """``Â`` as PyG's ``adj_t`` (a torch sparse CSR [target, source]): a PyG layer given it in place of
+        ``edge_index`` aggregates with one sparse-dense product instead of gathering and scattering
+        messages (``GCNConv(normalize=False)(x, adj.adj_t)``; ``tests/models/test_pyg_cell.py``)."""
+        return self.matrix
+
     def _pyg_edges(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._edges is None:
             m = self.matrix

@@ -16,7 +16,7 @@ class at a small width and runs steps on a 7-vertex graph, on the CPU:
   *row-local*, reading other vertices only through ``adj.spmm`` (the vertex split feeds a worker the
   halo rows there, and nowhere else): on a graph without edges, changing one vertex's features and
   state must leave every other vertex's output as it was, and the step must not read
-  ``adj.edge_index`` (a PyTorch Geometric layer's input, which holds no halo); and, for a stacked
+  ``adj.edge_index`` or ``adj.adj_t`` (a PyTorch Geometric layer's input, which holds no halo); and, for a stacked
   model, whether its temporal part is row-independent (ESDG's split hands each worker a slice of
   the vertices there).
 
@@ -84,6 +84,11 @@ class _WatchedAdjacency(Adjacency):
     def edge_weight(self) -> torch.Tensor:
         type(self).read_edges = True
         return super().edge_weight
+
+    @property
+    def adj_t(self) -> torch.Tensor:
+        type(self).read_edges = True
+        return super().adj_t
 
 
 def _graph(with_edges: bool) -> _WatchedAdjacency:
@@ -185,8 +190,8 @@ def _check(cls: type, where: str) -> Contract:
     reads_edges = _WatchedAdjacency.read_edges
     why = _row_locality(model, state, where)
     if reads_edges:
-        why = ("it reads adj.edge_index (a PyTorch Geometric layer), which holds a worker's own rows only, not "
-               "the halo rows of remote vertices that adj.spmm fetches")
+        why = ("it reads adj.edge_index or adj.adj_t (a PyTorch Geometric layer), which hold a worker's own rows "
+               "only, not the halo rows of remote vertices that adj.spmm fetches")
     temporal = _temporal_row_local(model, where) if isinstance(model, StackedGNN) else None
     return Contract("stacked" if isinstance(model, StackedGNN) else "snapshot", not why, reads_edges, temporal, why)
 

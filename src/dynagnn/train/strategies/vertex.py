@@ -57,7 +57,7 @@ class HaloAdjacency(Adjacency):
                           "it only through adj.spmm (the halo): a model reading adj.edge_index (a PyTorch "
                           "Geometric layer) cannot run under it; use sequential, frames or group")
 
-    edge_weight = edge_index
+    edge_weight = adj_t = edge_index
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         halo = self.comm.halo(x, self.plan)
