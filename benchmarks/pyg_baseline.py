@@ -21,10 +21,12 @@ from dynagnn.timing import section
 
 
 class PygAdjacency(Adjacency):
-    """A snapshot as PyG holds it: ``edge_index`` [2, E] (source, target), ``edge_weight`` [E]."""
+    """A snapshot as PyG holds it: the raw edges' ``edge_index`` [2, E] (source, target) and
+    ``edge_weight`` [E], kept as ``raw_index``/``raw_weight`` (dynagnn's ``Adjacency.edge_index`` is the
+    normalised Â's, which this baseline builds anew in every product, as ``GCNConv`` uncached does)."""
 
     def __init__(self, edge_index: torch.Tensor, edge_weight: torch.Tensor, num_nodes: int):
-        self.edge_index, self.edge_weight, self._n = edge_index, edge_weight, num_nodes
+        self.raw_index, self.raw_weight, self._n = edge_index, edge_weight, num_nodes
 
     @property
     def num_nodes(self) -> int:
@@ -32,11 +34,11 @@ class PygAdjacency(Adjacency):
 
     @property
     def device(self):
-        return self.edge_index.device
+        return self.raw_index.device
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         # GCNConv.forward with cached=False: normalise, then propagate (gather from source, scatter-add at target)
-        ei, w = gcn_norm(self.edge_index, self.edge_weight, self._n, improved=False, add_self_loops=True,
+        ei, w = gcn_norm(self.raw_index, self.raw_weight, self._n, improved=False, add_self_loops=True,
                          flow="source_to_target", dtype=x.dtype)
         msg = x.index_select(0, ei[0]) * w.unsqueeze(-1)
         return scatter(msg, ei[1], dim=0, dim_size=self._n, reduce="sum")

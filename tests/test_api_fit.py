@@ -27,25 +27,16 @@ import torch
 import dynagnn
 from dynagnn.cli import main
 from dynagnn.errors import ConfigError, DynagnnError, InputError
-from tests.fit_cells import AggGRU
+from tests.models.plugin_cells import GRUCell
 from tests.train.conftest import small_store
 
 TINY = {"epochs": 2, "hidden": 8, "window": 2}
 TIME_COLUMNS = ("train_seconds",)   # and every *_seconds, *_s column (the frames tuner's tuning_s)
+CELL = "tests.models.plugin_cells:GRUCell"
 
-
-@pytest.fixture(autouse=True)
-def registry_as_it_was():
-    """The models these tests register (their cells, as fit registers a class) leave the registry after
-    each test: a later test in this process that lists every model would meet them."""
-    from dynagnn.models import registry
-
-    tables = (registry.ALL_MODELS, registry.MODELS, registry.KINDS)
-    saved = [dict(t) for t in tables]
-    yield
-    for table, before in zip(tables, saved):
-        table.clear()
-        table.update(before)
+# the models these tests register (their cells, as fit registers a class) leave the registry after each
+# test: a later test in this process that lists every model would meet them
+pytestmark = pytest.mark.usefixtures("clean_model_registry")
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +86,35 @@ def test_fit_without_out_leaves_no_folder(store):
 
 
 def test_a_class_and_its_import_path_train_alike(store):
-    by_class = dynagnn.fit(store, model=AggGRU, **TINY)
-    by_path = dynagnn.fit(store, model="tests.fit_cells:AggGRU", **TINY)
-    copy = type("CopiedGRU", (AggGRU,), {})   # the same cell defined elsewhere: the same numbers
+    by_class = dynagnn.fit(store, model=GRUCell, **TINY)
+    by_path = dynagnn.fit(store, model=CELL, **TINY)
+    copy = type("CopiedGRU", (GRUCell,), {})   # the same cell defined elsewhere: the same numbers
     by_copy = dynagnn.fit(store, model=copy, **TINY)
-    assert by_class.config.model == by_path.config.model == "tests.fit_cells:AggGRU"
+    assert by_class.config.model == by_path.config.model == CELL
     assert by_copy.config.model == f"{__name__}:CopiedGRU"
     same_metrics(by_class.metrics, by_path.metrics)
     same_metrics(by_class.metrics, by_copy.metrics)
-    assert isinstance(by_class.model, AggGRU)
+    assert isinstance(by_class.model, GRUCell)
+
+
+def test_fit_leaves_the_callers_generators_and_threads_as_they_were(store):
+    """The contract check of a class and the run seed torch's and numpy's global generators and set
+    torch's thread count: fit puts them back."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        torch.manual_seed(1234)
+        np.random.seed(4321)
+        torch.rand(5), np.random.rand(7)   # somewhere along the streams, not at a seed
+        torch_before, numpy_before = torch.get_rng_state(), np.random.get_state()
+        dynagnn.fit(store, model=GRUCell, epochs=1, hidden=8, window=2, seed=7, threads=1)
+        assert torch.get_num_threads() == 3
+        assert torch.equal(torch.get_rng_state(), torch_before)
+        numpy_after = np.random.get_state()
+        assert numpy_after[0] == numpy_before[0] and numpy_after[2:] == numpy_before[2:]
+        np.testing.assert_array_equal(numpy_after[1], numpy_before[1])
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_a_builtin_class_keeps_its_name(store):
@@ -114,8 +125,8 @@ def test_a_builtin_class_keeps_its_name(store):
 
 def test_a_redefined_class_replaces_the_older(store):
     """A notebook's cell run again defines a new class of the same name: it trains, not a name clash."""
-    first = type("NotebookGRU", (AggGRU,), {"__module__": "__main__"})
-    second = type("NotebookGRU", (AggGRU,), {"__module__": "__main__"})
+    first = type("NotebookGRU", (GRUCell,), {"__module__": "__main__"})
+    second = type("NotebookGRU", (GRUCell,), {"__module__": "__main__"})
     dynagnn.fit(store, model=first, epochs=1, hidden=8, window=2)
     result = dynagnn.fit(store, model=second, epochs=1, hidden=8, window=2)
     assert result.config.model == "__main__:NotebookGRU" and type(result.model) is second
@@ -254,8 +265,11 @@ def test_dynamic_signal_round_trip_and_fit(tmp_path):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(store.features(k), features[k])
         np.testing.assert_array_equal(store.labels(k), targets[k])
-    result = dynagnn.fit(path, epochs=1, hidden=8, window=2)   # integer targets: node classification
-    assert result.model is not None and any(c.startswith("test_") for c in result.metrics.columns)
+    assert store.num_snapshots == signal.snapshot_count
+    result = dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5)   # integer targets: node classification
+    assert {"test_accuracy", "test_macro_f1"} <= set(result.metrics.columns)   # classified, as auto should
+    assert result.metrics["loss"].notna().all() and len(result.metrics) == 2
+    same_metrics(result.metrics, dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5).metrics)
 
 
 def test_dynamic_graph_static_signal_round_trip(tmp_path):
@@ -299,10 +313,25 @@ def test_fit_refuses_bad_keys_in_one_line(store):
 
 
 def test_a_main_class_is_refused_on_several_workers(store):
-    cell = type("ScriptGRU", (AggGRU,), {"__module__": "__main__"})
+    cell = type("ScriptGRU", (GRUCell,), {"__module__": "__main__"})
     with pytest.raises(ConfigError) as e:
         dynagnn.fit(store, model=cell, strategy="vertex", workers=2, epochs=1)
     assert "define it in an importable module" in one_line(e) and "__main__" in one_line(e)
+
+
+def test_a_class_made_with_type_in_an_importable_module_is_refused_on_several_workers(store):
+    """Its module imports, but no name in it leads to the class: every worker would fail to import it."""
+    from dynagnn.api import _fit_config, _model_name, _refuse_unimportable
+
+    cell = type("MadeGRU", (GRUCell,), {})
+    assert cell.__module__ == __name__ and not hasattr(sys.modules[__name__], "MadeGRU")
+    with pytest.raises(ConfigError) as e:
+        dynagnn.fit(store, model=cell, strategy="vertex", workers=2, epochs=1)
+    assert (f"fit: model MadeGRU is registered as {__name__}:MadeGRU, but importing that does not give this "
+            "class back") in one_line(e)
+    assert "the 2 worker processes of this vertex run each import it; define it in an importable module" in one_line(e)
+    name, cls = _model_name(GRUCell)   # the class its module's name leads to passes
+    _refuse_unimportable(cls, name, _fit_config({"model": name, "task": "auto", "strategy": "vertex", "workers": 2}))
 
 
 @pytest.mark.parametrize("make, words", [

@@ -7,6 +7,7 @@ lives here, and both the CLI and a Python caller go through :func:`train`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
@@ -63,16 +64,22 @@ def plan_at_start(store_path: Path, config, workers: int, threads: int, out: Pat
 def _plan_from_steps(store, config, workers: int, threads: int, out: Path) -> Path:
     """:func:`plan_at_start` for a model the cost model has no operator list for (a user's): its steps
     timed on each snapshot (:mod:`dynagnn.cost.step_times`), the head as for any plan."""
+    import torch
+
+    from dynagnn.cost.run_costs import head_costs
     from dynagnn.cost.step_times import model_step_times
     from dynagnn.models import build_model, find_gcn_layers
+    from dynagnn.tasks.snapshot import training_ends
     from dynagnn.schedule.balance import PIPELINE_DEPTH
     from dynagnn.schedule.stage import plan_from_step_times
 
     log.info("no plan given: timing %s's step on each of the %d snapshots to plan %d workers (a model with no "
              "operator list is planned from its own steps)", config.model, store.num_snapshots, workers)
-    fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads)
-    groups, tail, _ = run_costs(store, config.model, config.hidden, config.window, config.task, threads)
-    layers = len(find_gcn_layers(build_model(config.model, store.feature_dim(), config.hidden)))
+    fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads, device=config.device)
+    groups = training_ends(store, config.window, config.task)
+    tail = head_costs(store, config.model, config.hidden, groups, config.task, threads=threads)
+    with torch.random.fork_rng(devices=[]):   # built to count its GCN layers; the caller's stream stays
+        layers = len(find_gcn_layers(build_model(config.model, store.feature_dim(), config.hidden)))
     plan = plan_from_step_times(store, fwd, bwd, model=config.model, layers=layers, workers=workers,
                                 window=config.window, hidden=config.hidden, groups=groups, tail=tail,
                                 depth=PIPELINE_DEPTH, source="measured steps at start")
@@ -279,8 +286,9 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
             import path ``"package.module:Class"``, or the class itself: a subclass of
             :class:`dynagnn.models.DynamicGNN` or :class:`~dynagnn.models.StackedGNN`, checked
             against the model contract and registered as ``"module:Class"``. A class defined in a
-            script or notebook (``__main__``) or inside a function trains in this process only:
-            a run of several worker processes needs it in an importable module. (A script whose
+            script or notebook (``__main__``), inside a function, or made with ``type()`` trains in
+            this process only: a run of several worker processes needs one that importing
+            ``"module:Class"`` gives back. (A script whose
             run starts processes, ``workers=2`` or the ``group`` strategy, calls :func:`fit` under
             ``if __name__ == "__main__":``, as every script that uses multiprocessing does.)
             (default: ``"tgcn"``)
@@ -307,6 +315,11 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
         is not part of the module: it is in ``model.pt`` (``buffers``), which ``out`` keeps. Under
         torchrun, the ranks other than 0 return None.
 
+    The run seeds torch's and numpy's global generators and sets torch's thread count, as the
+    command line's does; ``fit`` puts them back as they were before it returns (torch's CPU
+    generator, the CUDA ones where CUDA was initialised, numpy's global state and
+    ``torch.get_num_threads()``), so that the caller's process goes on as if it had not run.
+
     Example:
         >>> import dynagnn
         >>> result = dynagnn.fit("results/collegemsg/store.zarr", model="tgcn", epochs=5, hidden=32)
@@ -314,16 +327,34 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
         >>> result.best["test_auc"]                                     # the kept epoch's
         >>> frames = dynagnn.fit(store, model="mypkg.cells:MyCell", strategy="frames", frame_size=4)
     """
-    store_path = _store_path(store)
-    name, cls = _model_name(model)
-    keys = {"model": name, "task": task, "strategy": strategy, **options}
-    config = _fit_config(keys)
-    _refuse_unimportable(cls, name, config)
-    if out is not None:
-        return _fit_into(store_path, Path(out), config, progress, overwrite, kept=True)
-    with tempfile.TemporaryDirectory(prefix="dynagnn-fit-") as folder:
-        result = _fit_into(store_path, Path(folder) / "run", config, progress, overwrite, kept=False)
-    return result
+    with _callers_state_kept():   # the contract check and the run both seed the global generators
+        store_path = _store_path(store)
+        name, cls = _model_name(model)
+        keys = {"model": name, "task": task, "strategy": strategy, **options}
+        config = _fit_config(keys)
+        _refuse_unimportable(cls, name, config)
+        if out is not None:
+            return _fit_into(store_path, Path(out), config, progress, overwrite, kept=True)
+        with tempfile.TemporaryDirectory(prefix="dynagnn-fit-") as folder:
+            return _fit_into(store_path, Path(folder) / "run", config, progress, overwrite, kept=False)
+
+
+@contextlib.contextmanager
+def _callers_state_kept():
+    """Put back, on leaving, what a run in this process changes of the process's global state:
+    torch's CPU generator (and each CUDA device's, where CUDA is initialised on entry), numpy's
+    global generator and torch's intra-op thread count."""
+    import numpy as np
+    import torch
+
+    threads, numpy_state = torch.get_num_threads(), np.random.get_state()
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        np.random.set_state(numpy_state)
+        torch.set_num_threads(threads)
 
 
 def _store_path(store) -> Path:
@@ -349,13 +380,13 @@ def _model_name(model) -> tuple[str, type | None]:
         raise ConfigError(f"fit: model is a {type(model).__name__}: give a model's name, an import path "
                           "'package.module:Class', or the class (a subclass of dynagnn.models.DynamicGNN or StackedGNN)")
     from dynagnn.models import registry
-    from dynagnn.models.contract import check_contract
+    from dynagnn.models.contract import check_class
 
     for key, known in registry.ALL_MODELS.items():
         if known is model:
             return key, model
     name = f"{model.__module__}:{model.__qualname__}"
-    check_contract(model, where=name)
+    check_class(model, where=name)   # its steps: at the run's widths, before it trains
     old = registry.ALL_MODELS.get(name)
     if old is not None and (old.__module__, old.__qualname__) == (model.__module__, model.__qualname__):
         for table in (registry.ALL_MODELS, registry.MODELS, registry.KINDS):   # a redefinition replaces it
@@ -375,20 +406,43 @@ def _fit_config(keys: dict):
 
 
 def _refuse_unimportable(cls: type | None, name: str, config) -> None:
-    """A class that worker processes cannot import (defined in ``__main__`` or in a function) in a
-    run that starts some: ConfigError in one line saying where to define it."""
+    """A class that worker processes cannot import, in a run that starts some: ConfigError in one line
+    saying where to define it. Importable means that importing its registered name (``module:QualName``)
+    gives back this same class: a class defined in ``__main__`` (a script or notebook) or inside a
+    function is not, nor is one made with ``type()`` in a module whose names do not lead to it."""
     from dynagnn.distributed.launch import under_torchrun
 
     if cls is None or name.partition(":")[0] != cls.__module__:
         return   # a name or import path, or a built-in class under its own name: every process resolves it
-    where = ("a script or notebook (__main__)" if cls.__module__ == "__main__"
-             else "a function" if "<locals>" in cls.__qualname__ else None)
     procs = config.workers * config.strategy_cls.procs_per_worker
-    if where is None or procs <= 1 or under_torchrun():   # torchrun's processes each run the script
+    if procs <= 1 or under_torchrun():   # torchrun's processes each run the script
         return
-    raise ConfigError(f"fit: model {cls.__qualname__} is defined in {where}, which the {procs} worker processes of "
-                      f"this {config.strategy} run cannot import: define it in an importable module (cells.py, "
-                      f"then model=cells.{cls.__name__} or model='cells:{cls.__name__}')")
+    if cls.__module__ == "__main__":
+        problem = "is defined in a script or notebook (__main__), which other processes cannot import"
+    elif "<locals>" in cls.__qualname__:
+        problem = "is defined in a function, which other processes cannot import"
+    elif _imported(name) is cls:
+        return
+    else:
+        problem = (f"is registered as {name}, but importing that does not give this class back (a class made with "
+                   "type(), or one replaced after its module ran)")
+    raise ConfigError(f"fit: model {cls.__qualname__} {problem}: the {procs} worker processes of this "
+                      f"{config.strategy} run each import it; define it in an importable module (cells.py, then "
+                      f"model=cells.{cls.__name__} or model='cells:{cls.__name__}')")
+
+
+def _imported(name: str):
+    """What importing ``module:Qual.Name`` gives (what a worker process would get), or None."""
+    import importlib
+
+    module_name, _, qualname = name.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:   # a module may raise anything while it imports; a missing name is AttributeError
+        return None
+    return obj
 
 
 def _fit_into(store_path: Path, out: Path, config, progress: bool, overwrite: bool, kept: bool):

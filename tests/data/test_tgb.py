@@ -242,7 +242,8 @@ def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(tmp_path):
      "not a pickle of TGB's negatives"),
     (lambda f: (f / f"{NAME}_edgelist_v2.csv").unlink(), "folder", "no <name>_edgelist_v<k>.csv"),
     (lambda f: (f / f"{NAME}_edgelist_v2.csv").write_text("user_id,item_id,timestamp\n1,x,3\n"),
-     f"{NAME}_edgelist_v2.csv", r"column 2 holds 'x' at data row 1: TGB's source-first layout has integer"),
+     f"{NAME}_edgelist_v2.csv", r"column 2 holds 'x' at data row 1: TGB's source-first layout has integer node "
+     r"ids \(a first header field ts, time, timestamp, day or date marks the time-first layout"),
     (lambda f: (f / f"{NAME}_edgelist_v2.csv").write_text("user_id,item_id,timestamp\n1,2,soon\n"),
      f"{NAME}_edgelist_v2.csv", "the time column holds 'soon' at data row 1"),
     (lambda f: (f / f"{NAME}_edgelist_v2.csv").write_text("user_id,item_id,timestamp\n"),

@@ -19,7 +19,7 @@ from dynagnn.data.ingest import ingest
 from dynagnn.data.sources import read_source
 from dynagnn.data.store import open_store, write_store
 from dynagnn.data.types import EventStream, RawGraph
-from dynagnn.errors import InputError, StoreError
+from dynagnn.errors import ConfigError, InputError, StoreError
 from dynagnn.tasks.events import EventLinkTask
 
 
@@ -33,7 +33,7 @@ def tgl_folder(root, name="WIKI", events=200, users=8, items=5, d_e=3, d_n=2, se
     for i in (20, 150):
         src[i], dst[i], time[i] = src[i - 1], dst[i - 1], time[i - 1]
     ext_roll = np.repeat([0, 1, 2], [events * 6 // 10, events * 2 // 10, events - events * 8 // 10])
-    if roll == "shuffled":   # a split that does not follow the times
+    if roll == "shuffled":   # a split against time order (the event task refuses it)
         ext_roll = rng.permutation(ext_roll)
     folder = root / "DATA" / name
     folder.mkdir(parents=True)
@@ -69,6 +69,16 @@ def test_the_folder_reads_as_an_independent_parse(tmp_path):
     assert read_source("tgl", folder / "edges.csv").events.split.tolist() == want["roll"]
 
 
+def test_whole_number_float_times_read_as_int64_as_the_tgb_reader_reads_them(tmp_path):
+    folder = tgl_folder(tmp_path)
+    _rewrite_edges(folder, lambda df: df.assign(time=df.time.round().astype(float)))
+    assert ".0," in (folder / "edges.csv").read_text()   # written as floats
+    ev = read_source("tgl", folder).events
+    assert ev.t.dtype == np.int64
+    np.testing.assert_array_equal(ev.t, np.round(independent_parse(folder)["t"]))
+    assert read_source("tgl", tgl_folder(tmp_path / "frac")).events.t.dtype == np.float64
+
+
 def test_without_feature_files_the_events_read_alone(tmp_path):
     folder = tgl_folder(tmp_path)
     (folder / "edge_features.pt").unlink()
@@ -77,9 +87,8 @@ def test_without_feature_files_the_events_read_alone(tmp_path):
     assert raw.events.features is None and raw.node_features is None and raw.num_nodes == 13
 
 
-@pytest.mark.parametrize("roll", ["chronological", "shuffled"])
-def test_the_store_keeps_ext_roll_and_the_task_splits_by_it_exactly(tmp_path, roll):
-    folder = tgl_folder(tmp_path, roll=roll)
+def test_the_store_keeps_ext_roll_and_the_task_splits_by_it_exactly(tmp_path):
+    folder = tgl_folder(tmp_path)
     spec = {"format": "tgl", "path": str(folder), "snapshots": {"by": "time", "width": 1000},
             "features": {"kind": "source"}}
     store = open_store(ingest(spec, tmp_path / "s.zarr", name="wiki"))
@@ -96,6 +105,43 @@ def test_the_store_keeps_ext_roll_and_the_task_splits_by_it_exactly(tmp_path, ro
     val_time, test_time = np.quantile(events.t, [0.70, 0.85])
     np.testing.assert_array_equal(plain.val_events, np.flatnonzero((events.t > val_time) & (events.t <= test_time)))
     assert plain.val_events.size != task.val_events.size
+
+
+def test_a_split_against_time_order_is_stored_but_the_task_refuses_it_in_one_line(tmp_path):
+    folder = tgl_folder(tmp_path, roll="shuffled")
+    spec = {"format": "tgl", "path": str(folder), "snapshots": {"by": "time", "width": 1000}}
+    path = ingest(spec, tmp_path / "s.zarr", name="wiki")
+    store = open_store(path)
+    np.testing.assert_array_equal(store.read("events/split"), independent_parse(folder)["roll"])
+    events = store.events()
+    t, split = np.asarray(events.t), np.asarray(events.split)
+    last, first = t[split == 0].max(), t[split == 1].min()
+    assert last > first
+    with pytest.raises(ConfigError) as err:
+        EventLinkTask(events, store.num_nodes, batch_size=10, new_node_share=0.0, path=str(path))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: the stored split (events/split) does not respect time order: "
+                                              f"a training event at t={last} comes after a validation event at "
+                                              f"t={first};")
+
+
+def _task_of(t, split):
+    n = len(t)
+    ev = EventStream(np.arange(n, dtype=np.int64) % 3, np.arange(n, dtype=np.int64) % 3 + 3, np.asarray(t),
+                     split=np.asarray(split, dtype=np.int8))
+    return EventLinkTask(ev, 6, batch_size=1, new_node_share=0.0, path="the/store.zarr")
+
+
+def test_a_validation_event_after_a_test_one_is_refused_and_equal_boundary_times_are_fine():
+    with pytest.raises(ConfigError, match=r"^the/store.zarr: the stored split \(events/split\) does not respect time "
+                                          r"order: a validation event at t=5 comes after a test event at t=4;"):
+        _task_of([0, 1, 2, 3, 4, 5], [0, 0, 1, 1, 2, 1])
+    with pytest.raises(ConfigError, match=r"a training event at t=2.5 comes after a validation event at t=2;"):
+        _task_of([0, 1, 2, 2.5, 4, 5], [0, 0, 1, 0, 1, 2])
+    # ties at both boundaries: the split respects time order
+    task = _task_of([0, 1, 1, 3, 3, 5], [0, 0, 1, 1, 2, 2])
+    assert task.train_events.tolist() == [0, 1] and task.val_events.tolist() == [2, 3]
+    assert task.test_events.tolist() == [4, 5]
 
 
 def test_dropped_duplicates_take_their_split_with_them(tmp_path):

@@ -106,3 +106,48 @@ class AdjTCell(GRUCell):
     def step(self, adj, x, state):
         h = self.gru(torch.relu(torch.sparse.mm(adj.adj_t, self.lin(x))), state[0])
         return h, (h,)
+
+
+class BadTemporalCell(StackedCell):
+    """A temporal part that returns a 2-D tensor, not [W, n, H]."""
+
+    def temporal(self, layer, ys, state):
+        zs, st = lstm_over_time(self.cell, ys, state)
+        return zs[0], st
+
+
+class HeadsCell(GRUCell):
+    """Attention over each vertex's own features: 4 heads need a hidden width they divide."""
+
+    def __init__(self, in_dim, hidden_dim):
+        super().__init__(in_dim, hidden_dim)
+        self.att = nn.MultiheadAttention(hidden_dim, 4, batch_first=True)
+
+    def step(self, adj, x, state):
+        h, st = super().step(adj, x, state)
+        a, _ = self.att(h[:, None], h[:, None], h[:, None])
+        return a[:, 0], (a[:, 0],)
+
+
+class DenseReadCell(GRUCell):
+    """Aggregates with the dense matrix: under the vertex split a worker's rows are [n, n + halo]."""
+
+    def step(self, adj, x, state):
+        h = self.gru(torch.relu(adj.dense() @ self.lin(x)), state[0])
+        return h, (h,)
+
+
+class LayeredStateCell(DynamicGNN):
+    """A 2-layer torch GRU over vertices: its state [L, N, H] is mixed along the sequence axis N."""
+
+    def __init__(self, in_dim, hidden_dim):
+        super().__init__(in_dim, hidden_dim)
+        self.lin = nn.Linear(in_dim, hidden_dim)
+        self.gru = nn.GRU(hidden_dim, hidden_dim, num_layers=2)
+
+    def initial_state(self, num_nodes, device="cpu"):
+        return (torch.zeros(2, 1, self.hidden_dim, device=device),)
+
+    def step(self, adj, x, state):
+        out, hn = self.gru(csr.aggregate(adj, self.lin(x))[:, None], state[0])   # vertices as time: mixes them
+        return out[:, 0], (hn,)

@@ -60,12 +60,8 @@ def test_the_built_in_models_pass_the_same_check():
     (f"{P}:Missing", f"module {P} has no Missing; name a class defined in it"),
     (f"{P}:not_a_class", "is a function, not a class"),
     (f"{P}:NotAModel", "implements neither contract: subclass dynagnn.models.DynamicGNN"),
-    (f"{P}:WrongShapeCell", "step's output is [7, 7], expected [N, out_dim] = [7, 6]"),
-    (f"{P}:ListStateCell", "step's state is a list (Tensor), not a tuple of tensors"),
-    (f"{P}:NumpyNoiseCell", "one step run twice under one seed gives other outputs"),
-    (f"{P}:NoArgsCell", "the constructor must take (in_dim, hidden_dim)"),
 ])
-def test_bad_models_are_one_line_naming_the_path(path, message):
+def test_a_path_that_names_no_model_is_one_line(path, message):
     with pytest.raises(ConfigError) as e:
         model_class(path)
     text = str(e.value)
@@ -75,6 +71,45 @@ def test_bad_models_are_one_line_naming_the_path(path, message):
     with pytest.raises(ConfigError) as e:
         check_value("train.model", path, "--model")
     assert message in str(e.value) and str(e.value).startswith("--model: ")
+
+
+@pytest.mark.parametrize("cls,message", [
+    (cells.WrongShapeCell, "step's output is [7, 7], expected [N, out_dim] = [7, 6]"),
+    (cells.ListStateCell, "step's state is a list (Tensor), not a tuple of tensors"),
+    (cells.NumpyNoiseCell, "one step run twice under one seed gives other outputs"),
+    (cells.NoArgsCell, "the constructor must take (in_dim, hidden_dim)"),
+    (cells.BadTemporalCell, "step's output is [6], expected [N, out_dim] = [7, 6]"),
+])
+def test_a_model_that_breaks_the_contract_is_one_line(cls, message):
+    path = f"{P}:{cls.__name__}"
+    with pytest.raises(ConfigError) as e:
+        check_contract(cls, path)
+    assert message in str(e.value) and path in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_check_runs_at_the_runs_widths():
+    # 4 heads need a width they divide: refused at 6, served at the run's 8
+    with pytest.raises(ConfigError, match="raised AssertionError: embed_dim must be divisible by num_heads"):
+        check_contract(cells.HeadsCell, "heads", 5, 6)
+    assert check_contract(cells.HeadsCell, "heads", 5, 8).kind == "snapshot"
+
+
+def test_a_broken_model_stops_train_before_anything_is_written(tmp_path, capsys):
+    from dynagnn.cli import main
+    from tests.train.conftest import small_store
+
+    store = small_store(tmp_path / "s.zarr")
+    rc = main(["-q", "train", str(store), "--out-dir", str(tmp_path / "o"), "--epochs", "1", "--model",
+               f"{P}:WrongShapeCell"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "fails dynagnn's model contract: step's output is" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_reading_the_matrix_outside_spmm_is_not_row_local():
+    c = check_contract(cells.DenseReadCell)
+    assert not c.row_local and "reads the adjacency other than through adj.spmm" in c.why_not_row_local
+    assert check_contract(cells.LayeredStateCell).row_local is False   # mixes through an [L, N, H] state
 
 
 def test_a_config_names_a_model_by_import_path():

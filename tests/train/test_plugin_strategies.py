@@ -94,3 +94,24 @@ def test_group_without_a_plan_plans_from_the_models_own_steps(store, tmp_path):
         cfg = TrainConfig.of(model=PLAIN, strategy=strategy, hidden=5, window=3, epochs=2, patience=2)
         runs[strategy], _ = api.train(store, tmp_path / strategy, cfg, progress=False)
     assert runs["group"]["loss"].to_numpy() == pytest.approx(runs["sequential"]["loss"].to_numpy(), rel=1e-5)
+
+
+def test_the_plan_at_start_is_built_from_the_measured_steps(store, tmp_path, monkeypatch):
+    """Injected step times (front-heavy, then back-heavy groups) decide the plan's split: the plan made at
+    start splits each group where the planner splits those times."""
+    from dynagnn import api
+    from dynagnn.cost import step_times
+    from dynagnn.schedule.plan import SchedulePlan
+    from dynagnn.train.run_config import TrainConfig
+
+    T = open_store(store).num_snapshots
+    splits = []
+    for heavy in (np.linspace(10, 1, T), np.linspace(1, 10, T)):
+        monkeypatch.setattr(step_times, "model_step_times", lambda *a, _h=heavy, **k: (_h, 2 * _h))
+        cfg = TrainConfig.of(model=PLAIN, strategy="group", hidden=5, window=3)
+        path = api.plan_at_start(store, cfg, 1, 1, tmp_path / "plan.json")
+        plan = SchedulePlan.load(path)
+        assert plan.meta["predictor"] == "measured steps at start"
+        assert plan.meta["snapshot_forward_s"] == pytest.approx(heavy.tolist())
+        splits.append(np.concatenate([p.splits for p in plan.processes]))
+    assert not np.array_equal(splits[0], splits[1])   # the times, not a default, placed the split

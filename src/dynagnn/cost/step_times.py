@@ -3,8 +3,8 @@
 BLAD plans from linear-regression predictors of profiled operators, which need each model's
 operator calls (:mod:`.models`, written for dynagnn's own models). A model named by import path has
 none, so a plan for it (the group strategy's plan made at start, :func:`dynagnn.api.plan_at_start`)
-is built from the model itself instead: each snapshot's forward step and its backward, timed on this
-machine with the run's threads and width, the median of ``repeats`` after a warm-up. That is the
+is built from the model itself instead: each snapshot's forward step and its backward, timed on the
+run's device with its threads and width, the median of ``repeats`` after a warm-up. That is the
 measurement BLAD's planner would predict, taken directly: a snapshot's cost includes everything its
 step does, nothing is extrapolated, and it costs one forward and backward per snapshot and repeat.
 """
@@ -22,35 +22,45 @@ from dynagnn.graph import csr
 from dynagnn.models import build_model
 
 
-def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: int = 3,
-                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: int = 3, seed: int = 0,
+                     device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) float64 [T] median seconds of ``model``'s step on each snapshot of
-    ``store`` from its initial state (module docstring), with ``threads`` torch threads, on the CPU."""
+    ``store`` from its initial state (module docstring), with ``threads`` torch threads, on ``device``."""
     keep_freed_heap()
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
         features = np.asarray(store.require_features(), dtype=np.float32)
-        with torch.random.fork_rng(devices=[]):
+        # the timed steps draw from torch's generator (dropout): the caller's stream stays as it was
+        with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
             torch.manual_seed(seed)
-            net = build_model(model, store.feature_dim(), hidden)
-        n = store.num_nodes
-        fwd, bwd = np.zeros(store.num_snapshots), np.zeros(store.num_snapshots)
-        for t, (row, col, w) in enumerate(store.window_edges(0, store.num_snapshots)):
-            adj = csr.normalize(row, col, w, n)
-            x = torch.from_numpy(features if features.ndim == 2 else features[t])
-            f, b = [], []
-            for _ in range(int(repeats) + 1):   # the first run warms the allocator and the layers' caches
-                state = net.initial_state(n)
-                t0 = time.perf_counter()
-                h, _ = net.step(adj, x, state)
-                t1 = time.perf_counter()
-                h.sum().backward()
-                t2 = time.perf_counter()
-                f.append(t1 - t0)
-                b.append(t2 - t1)
-                net.zero_grad(set_to_none=True)
-            fwd[t], bwd[t] = statistics.median(f[1:]), statistics.median(b[1:])
+            net = build_model(model, store.feature_dim(), hidden).to(dev)
+            n = store.num_nodes
+            fwd, bwd = np.zeros(store.num_snapshots), np.zeros(store.num_snapshots)
+            for t, (row, col, w) in enumerate(store.window_edges(0, store.num_snapshots)):
+                adj = csr.normalize(row, col, w, n).to(dev)
+                x = torch.from_numpy(features if features.ndim == 2 else features[t]).to(dev)
+                fwd[t], bwd[t] = _time_step(net, adj, x, n, int(repeats), sync)
         return fwd, bwd
     finally:
         torch.set_num_threads(before)
+
+
+def _time_step(net, adj, x, n: int, repeats: int, sync) -> tuple[float, float]:
+    f, b = [], []
+    for _ in range(repeats + 1):   # the first run warms the allocator and the layers' caches
+        state = net.initial_state(n, x.device)
+        sync()
+        t0 = time.perf_counter()
+        h, _ = net.step(adj, x, state)
+        sync()
+        t1 = time.perf_counter()
+        h.sum().backward()
+        sync()
+        t2 = time.perf_counter()
+        f.append(t1 - t0)
+        b.append(t2 - t1)
+        net.zero_grad(set_to_none=True)
+    return statistics.median(f[1:]), statistics.median(b[1:])

@@ -16,7 +16,9 @@ attribute ``array_sha256``; this module checks a store against them:
   and the offsets against the edge count.
 - :func:`check_ids`, on every read of edges: the node ids lie in [0, N).
 - :func:`split_problem`, on every read of the events (and by the writer): ``events/split`` holds
-  only 0 (train), 1 (validation) and 2 (test). Its values need not follow the event times.
+  only 0 (train), 1 (validation) and 2 (test). It must respect time order too (no training event
+  after a validation one, no validation event after a test one); that is checked when the event task
+  is made (:func:`dynagnn.tasks.events.check_split_order`), not here.
 - :func:`verify`, on request (``dynagnn info --verify``): every array's data read whole and re-hashed
   against ``array_sha256``; a damaged chunk of the same size is found only this way.
 

@@ -37,7 +37,7 @@ from dynagnn.graph.csr import Adjacency
 
 from .base import DynamicGNN, StackedGNN
 
-NODES, IN_DIM, HIDDEN = 7, 5, 6
+NODES, IN_DIM, HIDDEN = 7, 5, 6   # the defaults; a run's check builds the model at its own widths
 PROBE = 3        # the vertex whose features and state the row-locality probe changes
 TOLERANCE = 1e-5
 
@@ -112,10 +112,10 @@ def _is_state(state) -> bool:
     return isinstance(state, tuple) and all(isinstance(s, torch.Tensor) for s in state)
 
 
-def _build(cls, where: str, seed: int = 0):
+def _build(cls, where: str, in_dim: int, hidden: int, seed: int = 0):
     torch.manual_seed(seed)
     try:
-        model = cls(IN_DIM, HIDDEN)
+        model = cls(in_dim, hidden)
     except Exception as exc:   # a user's constructor may raise anything
         raise _fail(where, f"{cls.__qualname__}(in_dim, hidden_dim) raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:160]}; the constructor must take (in_dim, hidden_dim)") from None
@@ -154,13 +154,19 @@ def _differs(a: torch.Tensor, b: torch.Tensor) -> bool:
     return not torch.allclose(a, b, rtol=0, atol=TOLERANCE)
 
 
-@functools.cache
-def _check(cls: type, where: str) -> Contract:
+def check_class(cls, where: str) -> None:
+    """ConfigError, in one line, unless ``cls`` is a DynamicGNN (or StackedGNN) subclass: what a name
+    can be checked for before the run's widths are known (the config's check, the registry's load)."""
     if not (isinstance(cls, type) and issubclass(cls, DynamicGNN)):
         raise _fail(where, f"{getattr(cls, '__qualname__', cls)} implements neither contract: subclass "
                            "dynagnn.models.DynamicGNN (initial_state, one step per snapshot) or StackedGNN "
                            "(spatial and temporal parts)")
-    model, twin = _build(cls, where), _build(cls, where)
+
+
+@functools.cache
+def _check(cls: type, where: str, in_dim: int, hidden: int) -> Contract:
+    check_class(cls, where)
+    model, twin = _build(cls, where, in_dim, hidden), _build(cls, where, in_dim, hidden)
     for (name, p), (_, q) in zip(model.state_dict().items(), twin.state_dict().items()):
         if p.shape != q.shape or not torch.equal(p, q):
             raise _fail(where, f"two builds under one seed differ in {name}: draw every random weight from torch's "
@@ -174,7 +180,7 @@ def _check(cls: type, where: str) -> Contract:
         raise _fail(where, f"initial_state returns a {type(state).__name__} ({_describe(state)}), not a tuple of "
                            "tensors")
     adj = _graph(True)
-    x = torch.randn(NODES, IN_DIM, generator=torch.Generator().manual_seed(2))
+    x = torch.randn(NODES, in_dim, generator=torch.Generator().manual_seed(2))
     _WatchedAdjacency.read_edges = False
     h1, s1 = _run(model, adj, x, state, where)
     h2, s2 = _run(model, adj, x, s1, where)       # a second step from the first one's state
@@ -188,28 +194,63 @@ def _check(cls: type, where: str) -> Contract:
         raise _fail(where, f"the backward of two steps raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:160]}") from None
     reads_edges = _WatchedAdjacency.read_edges
-    why = _row_locality(model, state, where)
+    why = _row_locality(model, state, where, in_dim)
     if reads_edges:
         why = ("it reads adj.edge_index or adj.adj_t (a PyTorch Geometric layer), which hold a worker's own rows "
                "only, not the halo rows of remote vertices that adj.spmm fetches")
-    temporal = _temporal_row_local(model, where) if isinstance(model, StackedGNN) else None
+    temporal = _temporal_row_local(model, where, in_dim) if isinstance(model, StackedGNN) else None
     return Contract("stacked" if isinstance(model, StackedGNN) else "snapshot", not why, reads_edges, temporal, why)
 
 
-def _row_locality(model: DynamicGNN, state, where: str) -> str:
+class _HaloProbe(Adjacency):
+    """A graph without edges held as the vertex split holds a worker's rows: ``[N, N + 1]``, the last
+    column a remote vertex whose row ``spmm`` fetches (zeros here). A step that reads the matrix other
+    than through ``adj.spmm`` meets the shape a worker's rows have, as it would under the split."""
+
+    def __init__(self, in_dim: int):
+        eye = torch.arange(NODES + 1)
+        super().__init__(csr.csr_matrix(eye, eye[:NODES], torch.ones(NODES), NODES, NODES + 1))
+
+    def spmm(self, x: torch.Tensor) -> torch.Tensor:
+        return csr.SpMM.apply(self, torch.cat([x, x.new_zeros(1, x.shape[1])]))
+
+    @property
+    def edge_index(self):
+        raise RuntimeError("a worker's rows have no edge_index")
+
+    edge_weight = adj_t = edge_index
+
+
+def _perturbed(state, value: float = 1.0):
+    """``state`` with vertex PROBE's entries moved along every axis of length N (an [L, N, H] state too)."""
+    out = []
+    for s in state:
+        s = s.clone()
+        if s.is_floating_point():
+            for d, size in enumerate(s.shape):
+                if size == NODES:
+                    s.select(d, PROBE).add_(value)
+        out.append(s)
+    return tuple(out)
+
+
+def _row_locality(model: DynamicGNN, state, where: str, in_dim: int) -> str:
     """Why the step is not row-local (module docstring), or "" when it is."""
-    empty = _graph(False)
-    x = torch.randn(NODES, IN_DIM, generator=torch.Generator().manual_seed(3))
-    with torch.no_grad():
-        base, _ = _run(model, empty, x, state, where)
-        x2 = x.clone()
-        x2[PROBE] += 10.0
-        moved, _ = _run(model, empty, x2, state, where)
-        state2 = tuple(s.clone() for s in state)
-        for s in state2:
-            if s.dim() and s.shape[0] == NODES and s.is_floating_point():
-                s[PROBE] += 1.0
-        moved_state, _ = _run(model, empty, x, state2, where)
+    probe = _HaloProbe(in_dim)
+    x = torch.randn(NODES, in_dim, generator=torch.Generator().manual_seed(3))
+    x2 = x.clone()
+    x2[PROBE] += 10.0
+    torch.manual_seed(1)
+    try:
+        with torch.no_grad():
+            base, _ = model.step(probe, x, state)
+            torch.manual_seed(1)
+            moved, _ = model.step(probe, x2, state)
+            torch.manual_seed(1)
+            moved_state, _ = model.step(probe, x, _perturbed(state))
+    except Exception as exc:   # the probe's [N, N + 1] rows: a read of the matrix outside adj.spmm fails here
+        return (f"its step reads the adjacency other than through adj.spmm ({type(exc).__name__} on a worker's "
+                f"rows of Â, [N, N + halo]: {' '.join(str(exc).split())[:100]})")
     others = torch.arange(NODES) != PROBE
     if _differs(base[others], moved[others]):
         return ("its step mixes vertices outside adj.spmm (on a graph without edges, one vertex's features "
@@ -219,35 +260,39 @@ def _row_locality(model: DynamicGNN, state, where: str) -> str:
     return ""
 
 
-def _temporal_row_local(model: StackedGNN, where: str) -> bool:
+def _temporal_row_local(model: StackedGNN, where: str, in_dim: int) -> bool:
     """Whether every layer's temporal part is row-independent (one vertex's input row changes only its
     own output row)."""
     empty = _graph(False)
-    x = torch.randn(NODES, IN_DIM, generator=torch.Generator().manual_seed(4))
-    with torch.no_grad():
-        z = x
-        for layer, st in enumerate(model.split_state(model.initial_state(NODES, "cpu"))):
-            try:
+    x = torch.randn(NODES, in_dim, generator=torch.Generator().manual_seed(4))
+    others = torch.arange(NODES) != PROBE
+    try:
+        with torch.no_grad():
+            z = x
+            for layer, st in enumerate(model.split_state(model.initial_state(NODES, "cpu"))):
                 y = model.spatial(layer, empty, z, x)
                 zs, _ = model.temporal(layer, y[None], st)
                 y2 = y.clone()
                 y2[PROBE] += 10.0
                 zs2, _ = model.temporal(layer, y2[None], st)
-            except Exception as exc:
-                raise _fail(where, f"layer {layer}'s spatial or temporal part raised {type(exc).__name__}: "
-                                   f"{' '.join(str(exc).split())[:160]}") from None
-            others = torch.arange(NODES) != PROBE
-            if _differs(zs[0][others], zs2[0][others]):
-                return False
-            z = zs[0]
+                if zs.dim() != 3 or tuple(zs.shape[:2]) != (1, NODES):
+                    raise ValueError(f"layer {layer}'s temporal part returned {list(zs.shape)} for ys [1, {NODES}, "
+                                     f"{y.shape[-1]}]; expected [W, n, H_l] = [1, {NODES}, H_l]")
+                if _differs(zs[0][others], zs2[0][others]):
+                    return False
+                z = zs[0]
+    except Exception as exc:   # a user's spatial or temporal part may raise anything
+        raise _fail(where, f"the StackedGNN parts (spatial, temporal_state, temporal) raised {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:160]}") from None
     return True
 
 
-def check_contract(cls: type, where: str | None = None) -> Contract:
-    """Check ``cls`` against the model contract (module docstring) and return what it serves;
+def check_contract(cls: type, where: str | None = None, in_dim: int = IN_DIM, hidden: int = HIDDEN) -> Contract:
+    """Check ``cls`` against the model contract (module docstring), built as ``cls(in_dim, hidden)``
+    (the run's widths: a model may need a hidden width its heads divide), and return what it serves;
     ConfigError, in one line naming ``where`` (the name or import path), where it fails. Cached per
-    class."""
+    class and widths."""
     # the check seeds torch's generator; the run's stream must not depend on whether (or in which
     # process) a class was checked first
     with torch.random.fork_rng(devices=[]):
-        return _check(cls, where or f"{cls.__module__}:{cls.__qualname__}")
+        return _check(cls, where or f"{cls.__module__}:{cls.__qualname__}", int(in_dim), int(hidden))

@@ -3,9 +3,9 @@
 One path for every model. The built-in ones register here from :mod:`dynagnn.models` at import
 (:func:`register_model`), each under its class's ``name`` and its kind; a user's model is named by
 import path, ``mypkg.cells:MyCell``, and :func:`model_class` imports it on first use, checks that it
-implements a contract (:mod:`.contract`: it subclasses :class:`~dynagnn.models.base.DynamicGNN` or
-:class:`~dynagnn.models.base.StackedGNN` and one step on a tiny graph behaves as the strategies
-need) and registers it under that path, so that every later lookup, in this process or a worker
+subclasses :class:`~dynagnn.models.base.DynamicGNN` or :class:`~dynagnn.models.base.StackedGNN`
+(the steps on a tiny graph, :mod:`.contract`, run at the run's widths before it trains) and
+registers it under that path, so that every later lookup, in this process or a worker
 process that is handed the same name, finds it the same way.
 
 Kinds (which strategies train a model, ``Strategy.models``): ``snapshot`` (a recurrence over
@@ -75,10 +75,11 @@ def _import_class(path: str) -> type:
 
 
 def resolve_model(name: str) -> type:
-    """The class registered as ``name``; an import path not registered yet is imported, its contract
-    checked (:func:`dynagnn.models.contract.check_contract`) and registered under the path. ConfigError,
+    """The class registered as ``name``; an import path not registered yet is imported, checked to be a
+    DynamicGNN or StackedGNN subclass and registered under the path (its steps are checked at the run's
+    widths before it trains: :meth:`dynagnn.train.strategies.base.Strategy.check_model`). ConfigError,
     in one line, for an unknown name, a path that does not import, names no class, or a class that
-    implements neither contract or fails its check."""
+    implements neither contract."""
     cls = ALL_MODELS.get(name)
     if cls is not None:
         return cls
@@ -86,9 +87,9 @@ def resolve_model(name: str) -> type:
         raise ConfigError(f"unknown model {name!r}{did_you_mean(name, ALL_MODELS)}; known: {', '.join(ALL_MODELS)}, "
                           "or a class of your own as package.module:Class")
     cls = _import_class(name)
-    from .contract import check_contract
+    from .contract import check_class
 
-    check_contract(cls, where=name)
+    check_class(cls, where=name)   # its steps are checked at the run's widths before it trains
     return register_model(cls, "snapshot", name=name)
 
 

@@ -155,6 +155,22 @@ def transfer_costs(link, transfers: dict | None) -> tuple[dict | None, float]:
     return handover, float(link.seconds("allreduce", transfers.get("gradients", 0)) + link.seconds("allreduce", 8))
 
 
+def _check_window(store, window: int) -> None:
+    if int(window) > store.num_snapshots:
+        raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
+
+
+def _plan_meta(store, source, window, hidden, fwd, bwd, groups, tail, **extra) -> dict:
+    """What a plan records of how it was made: the source of its costs, the per-snapshot seconds, the
+    groups and their heads (``extra``: what the predictor adds)."""
+    return {"predictor": str(source), **({"device": extra.pop("device")} if "device" in extra else {}),
+            "num_nodes": int(store.num_nodes), "window": int(window), "hidden": int(hidden), **extra,
+            "snapshot_forward_s": np.asarray(fwd).tolist(), "snapshot_backward_s": np.asarray(bwd).tolist(),
+            "groups": "all" if groups is None else [int(g) for g in groups],
+            "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
+                             for g, v in (tail or {}).items()}}
+
+
 def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, hidden: int = 32,
                stats: str | Path | None = None, overlap: str | Path | None = None, strategy: str = "contiguous",
                balance_method: str = "dp", memory_bytes: float = DEFAULT_MEMORY_BYTES, groups=None,
@@ -180,22 +196,18 @@ def plan_store(store, predictor, *, model: str, workers: int, window: int = 4, h
         raise CostError(f"{predictor_source or 'predictor'}: {exc} (model {model} needs "
                         f"{', '.join(sorted(calls.required_operators()))})") from None
     edges = snapshot_edges(store, stats)
-    if int(window) > store.num_snapshots:
-        raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
+    _check_window(store, window)
     fwd, bwd = predictor.predict({"edges": edges}, calls, num_nodes=store.num_nodes)
     times = layer_times(predictor.breakdown({"edges": edges}, calls, num_nodes=store.num_nodes), calls)
     tuner = None
     if overlap is not None:
         tuner = tuner_from_overlap(overlap, store, edges, calls.in_dim + calls.hidden, memory_bytes)
-    meta = {"predictor": str(predictor_source), "device": predictor.device, "num_nodes": int(store.num_nodes),
-            "window": int(window), "hidden": int(hidden), "model_calls": calls.to_dict(),
-            "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
-            "stats": None if stats is None else str(stats), "overlap": None if overlap is None else str(overlap),
-            "groups": "all" if groups is None else [int(g) for g in groups],
-            "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
-                             for g, v in (tail or {}).items()},
-            "transfers_bytes": None if transfers is None else
-            {k: ({str(g): int(n) for g, n in v.items()} if isinstance(v, dict) else int(v)) for k, v in transfers.items()}}
+    meta = _plan_meta(store, predictor_source, window, hidden, fwd, bwd, groups, tail,
+                      device=predictor.device, model_calls=calls.to_dict(),
+                      stats=None if stats is None else str(stats), overlap=None if overlap is None else str(overlap),
+                      transfers_bytes=None if transfers is None else
+                      {k: ({str(g): int(n) for g, n in v.items()} if isinstance(v, dict) else int(v))
+                       for k, v in transfers.items()})
     handover, allreduce_s = transfer_costs(LinkCost.of(predictor), transfers)
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers),
                       dataset=str(store.attrs.get("name", "")), model=model, strategy=strategy,
@@ -210,15 +222,10 @@ def plan_from_step_times(store, fwd, bwd, *, model: str, layers: int, workers: i
     and backward seconds ``fwd``, ``bwd`` [T] (:func:`dynagnn.cost.step_times.model_step_times`):
     BLAD's groups, split and queue as :func:`plan_store` plans them, and the default operator order
     of its ``layers`` GCNLayers (no operator times to reorder them by)."""
-    if int(window) > store.num_snapshots:
-        raise ConfigError(f"window: {window} snapshots per group but {store.path} has only {store.num_snapshots} snapshots")
+    _check_window(store, window)
     fwd, bwd = np.asarray(fwd, dtype=np.float64), np.asarray(bwd, dtype=np.float64)
     zeros = np.zeros((store.num_snapshots, int(layers)))
-    meta = {"predictor": str(source), "num_nodes": int(store.num_nodes), "window": int(window), "hidden": int(hidden),
-            "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
-            "groups": "all" if groups is None else [int(g) for g in groups],
-            "group_tail_s": {str(g): [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v)
-                             for g, v in (tail or {}).items()}}
+    meta = _plan_meta(store, source, window, hidden, fwd, bwd, groups, tail)
     return build_plan(fwd, bwd, group_len=int(window), num_workers=int(workers), dataset=str(store.attrs.get("name", "")),
                       model=model, layer_times=(zeros, zeros, zeros), store_checksum=store.checksum, meta=meta,
                       groups=groups, tail=tail, depth=depth)

@@ -3,7 +3,10 @@
 * Split: chronological by time, DyGLib's way: events up to the 70% quantile of the event times
   train, up to the 85% quantile validate, the rest test (events of one timestamp never straddle).
   Where the store carries the source's own split (``events/split``: TGL's ``ext_roll``, TGB's split)
-  it is used instead, as it is: 0 train, 1 validation, 2 test (``val`` and ``test`` then unused).
+  it is used instead, as it is: 0 train, 1 validation, 2 test (``val`` and ``test`` then unused). It
+  must respect time order (no training event after a validation one, no validation event after a
+  test one; equal times at a boundary are fine): ``observed_end`` and the memory models assume it,
+  and a shuffled split would train on the future, so the task refuses one when it is made.
 * Inductive setting (TGN's and DyGLib's): 10% of the nodes (as a count of all nodes) that appear in
   validation or test are drawn by seed and hidden from training: every training event touching one is
   dropped (from the batches, the memory and the training sampler). Validation and test events that
@@ -67,6 +70,24 @@ def check_events(events, path) -> None:
                          f"at {t[i - 1]}; re-ingest the source (ingest sorts events by time)")
 
 
+def check_split_order(t: np.ndarray, masks, path) -> None:
+    """ConfigError, in one line naming the store, unless the stored split's training, validation and
+    test events (``masks``: bool [E] each) follow each other in time: the latest training event no
+    later than the earliest validation one, the latest validation event no later than the earliest test
+    one (equal times at a boundary are fine). An empty part is skipped."""
+    names = ("training", "validation", "test")
+    parts = [(name, t[m]) for name, m in zip(names, masks) if m.any()]
+    for (a, ta), (b, tb) in zip(parts, parts[1:]):
+        last, first = ta.max(), tb.min()
+        if last > first:
+            at = [int(v) if float(v).is_integer() else float(v) for v in (last, first)]
+            raise ConfigError(f"{path}: the stored split (events/split) does not respect time order: a {a} event "
+                              f"at t={at[0]} comes after a {b} event at t={at[1]}; the event task and the memory "
+                              "models need training, then validation, then test events in time (a shuffled split "
+                              "trains on the future): make the source's split (TGL's ext_roll) follow the times "
+                              "and ingest it again")
+
+
 class EventLinkTask(NegativeKinds):
     """The event link-prediction task over an :class:`~dynagnn.data.types.EventStream`.
 
@@ -77,7 +98,8 @@ class EventLinkTask(NegativeKinds):
 
     The events split by time quantiles (``val``, ``test``: the shares of validation and test), or,
     when ``events.split`` is given (the store's ``events/split``, a source's own split such as TGL's
-    ``ext_roll``), by it exactly: 0 train, 1 validation, 2 test, whatever the events' times.
+    ``ext_roll``), by it exactly: 0 train, 1 validation, 2 test; a ConfigError, in one line naming the
+    store, when it does not respect time order (:func:`check_split_order`).
     """
 
     name = "link"
@@ -103,6 +125,7 @@ class EventLinkTask(NegativeKinds):
         if stored_split is not None:   # the source's own split (TGL's ext_roll, TGB's), as it is
             stored_split = np.asarray(stored_split)
             in_train, in_val, in_test = (stored_split == k for k in (0, 1, 2))
+            check_split_order(self.t, (in_train, in_val, in_test), path)
         else:
             val_time, test_time = np.quantile(self.t, [1 - val - test, 1 - test])
             in_train, in_test = self.t <= val_time, self.t > test_time

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pv
 
@@ -286,6 +287,37 @@ def require_finite(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "f" and not np.isfinite(values).all():
         raise Malformed("a value is not a finite number")
     return values
+
+
+# --------------------------------------------------------------------------------------------
+# Columns a reader got from pandas (TGB's and TGL's CSVs)
+
+
+def integer_column(col: pd.Series, what: str, path: Path, expected: str = "expected an integer") -> np.ndarray:
+    """A pandas column of integers as int64 [E]; a value that is no whole number (text, a fraction,
+    a missing value) is an InputError, in one line naming ``path``: ``"<what> holds <value> at data row
+    <k>: <expected>"``."""
+    if pd.api.types.is_integer_dtype(col):
+        return col.to_numpy(np.int64)
+    num = pd.to_numeric(col, errors="coerce")
+    bad = (num.isna() | (num != num.round())).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what} holds {col.iloc[row]!r} at data row {row + 1}: {expected}", path)
+    return num.to_numpy(np.int64)
+
+
+def time_column(col: pd.Series, what: str, path: Path) -> np.ndarray:
+    """A pandas column of times: int64 [E] when every time is a whole number (written ``5`` or ``5.0``),
+    else float64 [E]; a value that is no finite number is an InputError, in one line naming ``path``:
+    ``"<what> holds <value> at data row <k>: expected a finite number"``."""
+    if pd.api.types.is_integer_dtype(col):
+        return col.to_numpy(np.int64)
+    t = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+    if not np.isfinite(t).all():
+        row = int(np.flatnonzero(~np.isfinite(t))[0])
+        raise InputError(f"{what} holds {col.iloc[row]!r} at data row {row + 1}: expected a finite number", path)
+    return t.astype(np.int64) if np.array_equal(t, np.trunc(t)) else t
 
 
 def event_stream(src: np.ndarray, dst: np.ndarray, t: np.ndarray, w: np.ndarray | None = None,

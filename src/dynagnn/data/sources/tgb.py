@@ -26,9 +26,10 @@ What TGB's ``LinkPropPredDataset`` (tgb/linkproppred/dataset.py) reads from a da
 
 The reader maps TGB's node ids to dense ids with :func:`~dynagnn.data.ids.dense_ids` (``node_ids``:
 TGB's ids in the source-first layout, the file's id strings in the time-first one), and the
-negatives' destinations with the same map. Times stay the file's (int64 when every one is an
-integer); ``label`` is a 4th column whose header names a label; ``features`` the other numeric
-columns (a column of text, as tgbl-flight's call signs, is left out and logged); ``split`` TGB's.
+negatives' destinations with the same map. Times are int64 when every one is a whole number (``5``
+or ``5.0``, :func:`.parse.time_column`, as the TGL reader's), else float64; ``label`` is a 4th column
+whose header names a label; ``features`` the other numeric columns (a column of text, as tgbl-flight's
+call signs, is left out and logged); ``split`` TGB's.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from dynagnn.data.ids import dense_ids
 from dynagnn.data.types import RawGraph
 from dynagnn.errors import InputError, one_line
 
-from .parse import event_stream
+from .parse import event_stream, integer_column, time_column
 from .tgb_negatives import read_negatives
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,9 @@ log = logging.getLogger(__name__)
 EDGELIST = re.compile(r"(?P<name>.+)_edgelist(?P<version>_v\d+)?\.csv")
 TIME_FIRST = ("ts", "time", "timestamp", "day", "date")
 QUANTILES = (0.70, 0.85)  # TGB's generate_splits: val_ratio = test_ratio = 0.15
+SOURCE_FIRST_IDS = ("TGB's source-first layout has integer node ids (a first header field "
+                    f"{', '.join(TIME_FIRST[:-1])} or {TIME_FIRST[-1]} marks the time-first layout, whose ids may "
+                    "be any text)")
 
 
 def read_tgb(path: str | Path) -> RawGraph:
@@ -66,7 +70,7 @@ def read_tgb(path: str | Path) -> RawGraph:
     time_first = header[0].strip().lower() in TIME_FIRST
     t_col, s_col, d_col = (0, 1, 2) if time_first else (2, 0, 1)
     df = _rows(csv, dtype={s_col: str, d_col: str} if time_first else None)
-    t = _times(df[t_col], csv)
+    t = time_column(df[t_col], "the time column", csv)
     tgb_t = t if t.dtype.kind == "i" else np.trunc(t).astype(np.int64)  # TGB's timestamps.astype(int)
     if time_first:   # ids as strings, numbered by first appearance
         ids = [_text_ids(df[c], c, csv) for c in (s_col, d_col)]
@@ -77,7 +81,7 @@ def read_tgb(path: str | Path) -> RawGraph:
         tgb_dense[codes] = np.stack([src, dst], axis=1).ravel()
         tgb_ids = np.arange(len(first_seen), dtype=np.int64)
     else:   # destinations shifted past the sources
-        tgb_src, raw_dst = (_int_ids(df[c], c, csv) for c in (s_col, d_col))
+        tgb_src, raw_dst = (integer_column(df[c], f"column {c + 1}", csv, SOURCE_FIRST_IDS) for c in (s_col, d_col))
         tgb_dst = raw_dst + int(tgb_src.max()) + 1
         (src, dst), node_ids = dense_ids(tgb_src, tgb_dst)
         tgb_ids, tgb_dense = node_ids, np.arange(node_ids.shape[0], dtype=np.int64)
@@ -160,30 +164,6 @@ def _bad_row(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _times(col: pd.Series, csv: Path) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(col):
-        return col.to_numpy(np.int64)
-    t = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
-    if not np.isfinite(t).all():
-        row = _bad_row(~np.isfinite(t))
-        raise InputError(f"the time column holds {col.iloc[row]!r} at data row {row + 1}: expected a finite number",
-                         csv)
-    return t.astype(np.int64) if np.array_equal(t, np.trunc(t)) else t
-
-
-def _int_ids(col: pd.Series, c: int, csv: Path) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(col):
-        return col.to_numpy(np.int64)
-    num = pd.to_numeric(col, errors="coerce")
-    bad = (num.isna() | (num != num.round())).to_numpy()
-    if bad.any():
-        row = _bad_row(bad)
-        raise InputError(f"column {c + 1} holds {col.iloc[row]!r} at data row {row + 1}: TGB's source-first layout "
-                         "has integer node ids (a first header field ts, time or timestamp marks the time-first "
-                         "layout, whose ids may be any text)", csv)
-    return num.to_numpy(np.int64)
-
-
 def _text_ids(col: pd.Series, c: int, csv: Path) -> np.ndarray:
     if col.isna().any():
         row = _bad_row(col.isna().to_numpy())
@@ -197,13 +177,7 @@ def _label_features(df: pd.DataFrame, header: list[str], csv: Path) -> tuple[np.
     label = None
     rest = list(df.columns[3:])
     if rest and len(header) > 3 and "label" in header[3].lower():
-        col = pd.to_numeric(df[rest[0]], errors="coerce")
-        bad = (col.isna() | (col != col.round())).to_numpy()
-        if bad.any():
-            row = _bad_row(bad)
-            raise InputError(f"the label column ({header[3]}) holds {df[rest[0]].iloc[row]!r} at data row {row + 1}: "
-                             "expected an integer", csv)
-        label, rest = col.to_numpy(np.int64), rest[1:]
+        label, rest = integer_column(df[rest[0]], f"the label column ({header[3]})", csv), rest[1:]
     text = [c for c in rest if not pd.api.types.is_numeric_dtype(df[c])]
     if text:
         log.info("%s: columns %s hold text, not numbers, and are not read as edge features", csv,

@@ -11,9 +11,10 @@ TGL reads ``DATA/<NAME>/``:
 - ``labels.csv`` (optional, node classification): not read.
 
 The reader keeps TGL's ids (dense already: node ``k`` is dense id ``k``; N is the larger of the
-highest id + 1 and the node features' rows), the times in the file's type, ``ext_roll`` as the
-events' split, and the features read with ``torch.load(weights_only=True)``, which loads tensors and
-refuses the pickled code a ``.pt`` file could otherwise run.
+highest id + 1 and the node features' rows), the times as int64 when every one is a whole number
+(``5`` or ``5.0``, :func:`.parse.time_column`, as the TGB reader's) and float64 otherwise, ``ext_roll``
+as the events' split, and the features read with ``torch.load(weights_only=True)``, which loads
+tensors and refuses the pickled code a ``.pt`` file could otherwise run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 from dynagnn.data.types import RawGraph
 from dynagnn.errors import InputError, one_line
 
-from .parse import event_stream
+from .parse import event_stream, integer_column, time_column
 
 COLUMNS = ("src", "dst", "time", "ext_roll")
 
@@ -52,7 +53,7 @@ def read_tgl(path: str | Path) -> RawGraph:
                          f"missing {', '.join(missing)}", edges)
     if len(df) == 0:
         raise InputError("no edges: expected one edge a row", edges)
-    src, dst, roll = (_integers(df[c], c, edges) for c in ("src", "dst", "ext_roll"))
+    src, dst, roll = (integer_column(df[c], f"column {c}", edges) for c in ("src", "dst", "ext_roll"))
     low = min(int(src.min()), int(dst.min()))
     if low < 0:
         raise InputError(f"node id {low}: TGL's node ids start at 0", edges)
@@ -60,7 +61,7 @@ def read_tgl(path: str | Path) -> RawGraph:
     if bad.size:
         raise InputError(f"ext_roll {int(roll[bad[0]])} at data row {int(bad[0]) + 1}: expected 0 (training), "
                          "1 (validation) or 2 (test)", edges)
-    t = _times(df["time"], edges)
+    t = time_column(df["time"], "column time", edges)
     edge_feat = _tensor(folder / "edge_features.pt", "edge features [E, d_e]")
     if edge_feat is not None and edge_feat.shape[0] != len(df):
         raise InputError(f"{edge_feat.shape[0]} rows, but {edges.name} has {len(df)} edges: TGL's edge features "
@@ -77,27 +78,6 @@ def read_tgl(path: str | Path) -> RawGraph:
     sources = [edges] + [f for f in (folder / "edge_features.pt", folder / "node_features.pt") if f.is_file()]
     return RawGraph(num_nodes=n, node_ids=np.arange(n, dtype=np.int64), events=events, node_features=node_feat,
                     time_unit="s", directed=True, sources=sources, name=folder.name)
-
-
-def _integers(col: pd.Series, name: str, edges: Path) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(col):
-        return col.to_numpy(np.int64)
-    num = pd.to_numeric(col, errors="coerce")
-    bad = (num.isna() | (num != num.round())).to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(f"column {name} holds {col.iloc[row]!r} at data row {row + 1}: expected an integer", edges)
-    return num.to_numpy(np.int64)
-
-
-def _times(col: pd.Series, edges: Path) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(col):
-        return col.to_numpy(np.int64)
-    t = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
-    if not np.isfinite(t).all():
-        row = int(np.flatnonzero(~np.isfinite(t))[0])
-        raise InputError(f"column time holds {col.iloc[row]!r} at data row {row + 1}: expected a finite number", edges)
-    return t
 
 
 def _tensor(path: Path, what: str) -> np.ndarray | None:

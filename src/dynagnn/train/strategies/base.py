@@ -184,7 +184,7 @@ class Strategy:
         from dynagnn.models import is_import_path
         from dynagnn.train.strategies import serving_strategies
 
-        contract = check_contract(type(model), self.config.model)
+        contract = check_contract(type(model), self.config.model, model.in_dim, model.hidden_dim)
         why = self.model_refusal(type(model), contract)
         can = serving_strategies(type(model), contract)
         if is_import_path(self.config.model):
@@ -248,9 +248,11 @@ class Strategy:
     def model_class(self, name: str) -> type:
         """The snapshot model class ``name``; ConfigError naming the model and the strategies that train
         it (by the registry's ``models`` contracts) when it is an event or a sampled model."""
-        from dynagnn.models import model_class, model_kind
+        from dynagnn.models import ALL_MODELS, is_import_path, model_class, model_kind
 
-        kind = model_kind(name)   # an import path is loaded and its contract checked here
+        if name not in ALL_MODELS and not is_import_path(name):
+            return model_class(name)   # unknown: the snapshot models' error, with its did-you-mean
+        kind = model_kind(name)   # an import path is loaded and checked to be a model class here
         if kind in ("sampled", "event"):
             from dynagnn.train.strategies import STRATEGIES
 

@@ -55,7 +55,7 @@ class HaloAdjacency(Adjacency):
     def edge_index(self):
         raise ConfigError("the vertex strategy's adjacency holds a worker's own rows, whose remote columns reach "
                           "it only through adj.spmm (the halo): a model reading adj.edge_index (a PyTorch "
-                          "Geometric layer) cannot run under it; use sequential, frames or group")
+                          "Geometric layer) cannot run under it; use sequential, frames or the group strategies")
 
     edge_weight = adj_t = edge_index
 
