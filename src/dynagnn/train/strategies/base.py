@@ -10,7 +10,8 @@ and gradients of :class:`~dynagnn.train.strategies.sequential.Sequential` with t
   itself: the user may not), ``family`` (the workflow's group of strategies compared side by side),
   ``models`` (the model contracts it trains: ``snapshot``, ``stacked``, ``event``, ``sampled``),
   ``tasks``, ``procs_per_worker`` (BLAD's pair is 2), ``needs_plan`` (trains by the schedule stage's
-  plan), ``gpu_only`` (pays only on a GPU) and ``figure`` (the family figure the workflow draws).
+  plan), ``gpu_only`` (pays only on a GPU), ``baseline_of`` (the strategy it is a paper's baseline of:
+  blad_nm of group, tgnn_depcomm of tgnn, ...) and ``figure`` (the family figure the workflow draws).
 - ``Strategy(config)``: one object per run, made by the engine from the run's
   :class:`~dynagnn.train.run_config.TrainConfig`; ``self.options`` is the config's typed options.
 - ``check(model, store, workers)`` (once per run, before training; in the launcher of a job of
@@ -139,6 +140,7 @@ class Strategy:
     procs_per_worker = 1
     needs_plan = False
     gpu_only = False
+    baseline_of: str | None = None   # the strategy this one is a paper's baseline of (auto leaves it out)
     figure: str | None = None
 
     def __init__(self, config, options: Options | None = None):

@@ -667,6 +667,7 @@ class BladNM(GroupPipeline):
     """BLAD-NM: the balanced groups and split, no operator reordering."""
 
     name = "blad_nm"
+    baseline_of = "group"
     reorder = False
 
 
@@ -675,6 +676,7 @@ class BladEven(GroupPipeline):
     the processes), no operator reordering."""
 
     name = "blad_even"
+    baseline_of = "group"
     Options = BladEvenOptions
     baseline = True
     reorder = False

@@ -366,6 +366,7 @@ class SampledNoCache(Sampled):
     """Every input row read from the store (DGL's and Euler's data path: no feature cache)."""
 
     name = "sampled_nocache"
+    baseline_of = "sampled"
     fixed = {"cache_policy": "none"}
 
 
@@ -373,6 +374,7 @@ class SampledStatic(Sampled):
     """PaGraph's static cache of the highest-degree vertices, seeds in random order."""
 
     name = "sampled_static"
+    baseline_of = "sampled"
     fixed = {"cache_policy": "static", "order": "random"}
 
 
@@ -380,4 +382,5 @@ class SampledRandom(Sampled):
     """BGL's FIFO cache, seeds in random order (the ablation of the proximity-aware order)."""
 
     name = "sampled_random"
+    baseline_of = "sampled"
     fixed = {"order": "random"}

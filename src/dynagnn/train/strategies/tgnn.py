@@ -509,6 +509,7 @@ class TGNNDepComm(TGNNStrategy):
     """DepComm (NeutronStar, Sven's baseline): per-occurrence fetch of the owner-updated memory."""
 
     name = "tgnn_depcomm"
+    baseline_of = "tgnn"
     mode = "depcomm"
 
 
@@ -516,6 +517,7 @@ class TGNNDepCache(TGNNStrategy):
     """DepCache (NeutronStar, Sven's baseline): the memory on every worker, writes all-gathered."""
 
     name = "tgnn_depcache"
+    baseline_of = "tgnn"
     mode = "depcache"
 
 
@@ -523,6 +525,7 @@ class TGNNHash(TGNNStrategy):
     """Sven with the memory rows hashed to workers (a partitioner baseline, beside tgnn in a workflow)."""
 
     name = "tgnn_hash"
+    baseline_of = "tgnn"
     fixed = {"memory_partitioner": "hash"}
 
 
@@ -530,4 +533,5 @@ class TGNNRange(TGNNStrategy):
     """Sven with the memory rows split by id ranges (DGL's; a partitioner baseline)."""
 
     name = "tgnn_range"
+    baseline_of = "tgnn"
     fixed = {"memory_partitioner": "range"}

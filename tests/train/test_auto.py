@@ -1,0 +1,78 @@
+"""The chooser's candidates and rule (issue 30, first part): every non-baseline strategy of the registry
+at each worker count the cores allow, with its speed options, the ones that cannot run kept with their
+reason; with injected timings the choice is the fastest that fits the budget, ties go to the simpler,
+and a budget below every candidate names the smallest that would fit."""
+
+import pytest
+
+from dynagnn.errors import ConfigError
+from dynagnn.models import check_contract, model_class
+from dynagnn.train.strategies import STRATEGIES
+from dynagnn.train.strategies.auto import Candidate, candidates, choose
+
+
+def _refusal(model):
+    cls = model_class(model)
+    contract = check_contract(cls, model)
+
+    def why(strategy_cls, workers):
+        return strategy_cls.model_refusal(cls, contract)
+    return why
+
+
+def test_snapshot_candidates_on_two_cores():
+    cands = candidates("snapshot", cores=2, window=4, refusal=_refusal("tgcn"))
+    names = {c.strategy for c in cands}
+    assert names == {"sequential", "vertex", "snapshot", "group", "group_frames", "frames"}
+    assert not names & {n for n, cls in STRATEGIES.items() if cls.baseline_of}   # no baseline
+    # processes x threads fill the 2 cores without oversubscribing them
+    assert all(c.processes * c.threads <= 2 for c in cands)
+    assert {(c.workers, c.threads) for c in cands if c.strategy == "vertex"} == {(1, 2), (2, 1)}
+    assert {(c.workers, c.procs, c.threads) for c in cands if c.strategy == "group"} == {(1, 2, 1)}
+    # the speed options: frame sizes up to the window, checkpoint blocks; no graph difference on a CPU
+    assert {dict(c.options)["frame_size"] for c in cands if c.strategy == "frames"} == {2, 4}
+    assert {dict(c.options).get("checkpoint_blocks", 1) for c in cands if c.strategy == "sequential"} == {1, 2, 4}
+    assert not any("transfer" in dict(c.options) for c in cands)
+    # T-GCN has no seam for ESDG's split: kept, with the contract's reason
+    snap = [c for c in cands if c.strategy == "snapshot"]
+    assert snap and all("its GCN runs inside the recurrence" in c.reason for c in snap)
+    assert all(c.reason is None for c in cands if c.strategy != "snapshot")
+
+
+def test_on_a_gpu_a_worker_per_device_and_the_graph_difference():
+    cands = candidates("snapshot", cores=16, device="cuda", gpus=1, window=4, refusal=_refusal("wdgcn"))
+    assert {c.workers for c in cands} == {1}
+    seq = [c for c in cands if c.strategy == "sequential"]
+    assert {dict(c.options).get("transfer", "full") for c in seq} == {"full", "diff"}
+    assert all(c.threads == 16 for c in seq) and all(c.reason is None for c in cands)
+
+
+def test_event_models_get_the_event_strategies():
+    assert {c.strategy for c in candidates("event", cores=2)} == {"events", "tgnn"}
+    assert {c.strategy for c in candidates("sampled", cores=2)} == {"sampled"}
+
+
+A, B, C = Candidate("sequential", threads=2), Candidate("frames", threads=2, options=(("frame_size", 4),)), \
+    Candidate("vertex", workers=2)
+
+
+def test_the_fastest_that_fits_the_budget():
+    chosen, why = choose({A: 1.0, B: 0.5, C: 0.7}, {A: 100.0, B: 300.0, C: 150.0}, budget=200.0)
+    assert chosen == C
+    assert "over the budget" in why[B] and "1.43x the chosen" in why[A]
+    assert choose({A: 1.0, B: 0.5, C: 0.7}, {A: 100.0, B: 300.0, C: 150.0}, budget=None)[0] == B
+
+
+def test_a_tie_goes_to_the_simpler():
+    chosen, why = choose({A: 1.0, B: 0.99, C: 0.985}, {}, budget=None)
+    assert chosen == A and "ties" in why[B] and "simpler" in why[C]
+    assert choose({A: 1.0, B: 0.95}, {}, budget=None)[0] == B   # 5% is no tie
+
+
+def test_a_budget_no_candidate_fits_names_the_smallest():
+    with pytest.raises(ConfigError) as e:
+        choose({A: 1.0, B: 0.5}, {A: 3 * 2**20, B: 5 * 2**20}, budget=2**20)
+    assert str(e.value) == ("memory budget 1.0 MiB fits no candidate; the smallest, sequential 1x1x2t, needs "
+                            "3.0 MiB: give at least that (--memory-budget)")
+    with pytest.raises(ConfigError, match="no candidate could run"):
+        choose({}, {}, budget=None)
