@@ -1,0 +1,61 @@
+"""Trials (issue 30): a candidate's real steps timed on the run's data, on one process or as a job of
+several, leaving the run that trains afterwards exactly as it would have been."""
+
+import numpy as np
+import pytest
+import torch
+
+from dynagnn import api
+from dynagnn.train.engine import Trainer
+from dynagnn.train.run_config import TrainConfig
+from dynagnn.train.trials import _picks, candidate_config, run_trial
+
+from .conftest import small_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return small_store(tmp_path_factory.mktemp("trials") / "link.zarr", num_snapshots=12)
+
+
+def test_a_candidate_keeps_the_shared_keys_and_takes_its_own_options():
+    run = TrainConfig.of(model="wdgcn", strategy="frames", frame_size=4, hidden=7, seed=3)
+    c = candidate_config(run, "sequential", 1, 2, {"checkpoint_blocks": 2})
+    assert (c.strategy, c.model, c.hidden, c.seed, c.threads) == ("sequential", "wdgcn", 7, 3, 2)
+    assert c.options.checkpoint_blocks == 2 and not hasattr(c.options, "frame_size")
+
+
+def test_steps_are_spread_over_the_epoch():
+    assert _picks(3, 4) == [0, 1, 2]
+    assert _picks(10, 4) == [0, 3, 6, 9]
+    assert _picks(10, 1) == [0]
+
+
+def test_a_trial_times_real_steps_and_leaves_the_process_as_it_was(store):
+    cfg = TrainConfig.of(model="tgcn", strategy="sequential", hidden=5, window=3, threads=1)
+    torch.manual_seed(7)
+    np.random.seed(7)
+    state, np_state, threads = torch.random.get_rng_state(), np.random.get_state(), torch.get_num_threads()
+    trial = run_trial(store, cfg, steps=3)
+    assert torch.equal(torch.random.get_rng_state(), state) and torch.get_num_threads() == threads
+    assert all(np.array_equal(a, b) for a, b in zip(np.random.get_state(), np_state))
+    assert len(trial.step_seconds) == 3 and all(t > 0 for t in trial.step_seconds)
+    assert trial.steps_per_epoch == len(Trainer(store, cfg, progress=False).step_ends())
+    assert trial.epoch_seconds == pytest.approx(np.median(trial.step_seconds) * trial.steps_per_epoch)
+
+
+def test_training_after_trials_is_training_without_them(store, tmp_path):
+    cfg = TrainConfig.of(model="tgcn", strategy="sequential", hidden=5, window=3, epochs=2, patience=2)
+    plain, _ = api.train(store, tmp_path / "plain", cfg, progress=False)
+    run_trial(store, candidate_config(cfg, "frames", 1, 1, {"frame_size": 2}), steps=2)
+    run_trial(store, cfg, steps=2)
+    after, _ = api.train(store, tmp_path / "after", cfg, progress=False)
+    assert after["loss"].tolist() == plain["loss"].tolist()
+    assert after["val_auc"].tolist() == plain["val_auc"].tolist()
+
+
+def test_a_candidate_of_two_processes_runs_as_its_own_job(store):
+    cfg = candidate_config(TrainConfig.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
+    trial = run_trial(store, cfg, steps=2)
+    assert len(trial.step_seconds) == 2 and all(t > 0 for t in trial.step_seconds)
+    assert trial.steps_per_epoch > 0 and trial.peak_bytes >= 0
