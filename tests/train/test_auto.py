@@ -8,7 +8,7 @@ import pytest
 from dynagnn.errors import ConfigError
 from dynagnn.models import check_contract, model_class
 from dynagnn.train.strategies import STRATEGIES
-from dynagnn.train.strategies.auto import Candidate, candidates, choose
+from dynagnn.train.strategies.auto import Candidate, candidates, choose, trial_candidates
 
 
 def _refusal(model):
@@ -76,3 +76,24 @@ def test_a_budget_no_candidate_fits_names_the_smallest():
                             "3.0 MiB: give at least that (--memory-budget)")
     with pytest.raises(ConfigError, match="no candidate could run"):
         choose({}, {}, budget=None)
+
+
+def test_trials_interleave_drop_the_warm_up_and_scale_to_the_epoch():
+    from dynagnn.train.trials import Trial
+
+    order = []
+    times = {A: [9.0, 1.0, 1.2, 1.0], B: [9.0, 0.5, 0.4, 0.6], C: [0.1, 0.1, 0.1, 0.1]}
+
+    def measure(c):
+        order.append(c)
+        t = times[c].pop(0)
+        return Trial((t, 2 * t), steps_per_epoch=10, peak_bytes={A: 1.0, B: 3.0}[c])
+
+    refused = Candidate("snapshot", 2, reason="its GCN runs inside the recurrence")
+    seconds, peak = trial_candidates("unused", None, [A, B, refused], rounds=2, measure=measure)
+    assert order == [A, B, A, B, A, B]            # A B, A B, A B: the first round a warm-up
+    assert set(seconds) == {A, B}                 # a candidate that cannot run is never timed
+    # per step the median over the 2 kept rounds, summed over the 2 steps, scaled from 2 steps to 10
+    assert seconds[A] == pytest.approx((1.1 + 2.2) / 2 * 10) and seconds[B] == pytest.approx((0.45 + 0.9) / 2 * 10)
+    assert peak == {A: 1.0, B: 3.0}
+    assert choose(seconds, peak, budget=2.0)[0] == A

@@ -59,3 +59,13 @@ def test_a_candidate_of_two_processes_runs_as_its_own_job(store):
     trial = run_trial(store, cfg, steps=2)
     assert len(trial.step_seconds) == 2 and all(t > 0 for t in trial.step_seconds)
     assert trial.steps_per_epoch > 0 and trial.peak_bytes >= 0
+
+
+def test_the_chooser_times_real_candidates(store):
+    from dynagnn.train.strategies.auto import Candidate, choose, trial_candidates
+
+    cfg = TrainConfig.of(model="tgcn", hidden=5, window=3)
+    cands = [Candidate("sequential", 1, 1), Candidate("frames", 1, 1, (("frame_size", 2),))]
+    seconds, peak = trial_candidates(store, cfg, cands, steps=2, rounds=1)
+    assert set(seconds) == set(cands) and all(s > 0 for s in seconds.values())
+    assert choose(seconds, peak, budget=None)[0] in cands

@@ -272,6 +272,20 @@ def fastest(timings: dict[Candidate, list], tie: float = TIE) -> Candidate:
     return min(c for c, s in seconds.items() if s <= best * (1.0 + tie))
 
 
+def interleaved(cands, measure, rounds: int) -> dict:
+    """Each candidate measured ``rounds`` + 1 times, interleaved (A B C A B C ...: load drift hits all
+    alike), the first round (warm-up: matrices built, caches filled, first-call allocations) left out:
+    {candidate: its ``rounds`` measurements}. The frame tuner's trials and the chooser's
+    (:mod:`dynagnn.train.strategies.auto`) both time this way."""
+    got: dict = {c: [] for c in cands}
+    for r in range(int(rounds) + 1):
+        for c in cands:
+            t = measure(c)
+            if r:
+                got[c].append(t)
+    return got
+
+
 class FrameTuner:
     """PiPAD's run-time tuner for the frame engine (§4.4): S, then S_per for every frame, frozen.
 
@@ -311,17 +325,8 @@ class FrameTuner:
         self._s_per.clear()
 
     def _time(self, cands: list[Candidate], measure, rounds: int) -> dict[Candidate, list]:
-        """Each candidate measured ``rounds`` + 1 times, interleaved (A B C A B C ...: load drift hits
-        all alike), the first round (warm-up: matrices built, caches filled, first-call allocations)
-        left out."""
-        got: dict[Candidate, list] = {c: [] for c in cands}
-        for r in range(int(rounds) + 1):
-            for c in cands:
-                self.use(c)
-                t = measure(c)
-                if r:
-                    got[c].append(t)
-        return got
+        """:func:`interleaved` with each candidate put in use before it is measured."""
+        return interleaved(cands, lambda c: (self.use(c), measure(c))[1], rounds)
 
     def freeze(self, compute_time: float | None = None, bytes_per_second: float | None = None, *,
                measure=None, partitions: bool = True, rounds: int = 3, pipelines=(False,)) -> int:

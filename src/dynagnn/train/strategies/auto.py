@@ -12,8 +12,12 @@ the budget; a tie (within :data:`TIE`) goes to the simpler one (fewer processes,
 strategy: :data:`SIMPLER`); a budget below every candidate is one line naming the smallest budget
 that would fit.
 
-Not yet here: the predictions of epoch time and memory that pick the candidates to try, the trials
-on real steps, ``auto.json`` and the ``auto`` strategy itself (issue 30).
+:func:`trial_candidates` times candidates on real steps of the run (:mod:`dynagnn.train.trials`),
+interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.interleaved`), and gives
+:func:`choose` its epoch seconds and peak memory.
+
+Not yet here: the predictions of epoch time and memory that pick which candidates to try,
+``auto.json`` and the ``auto`` strategy itself (issue 30).
 """
 
 from __future__ import annotations
@@ -143,3 +147,24 @@ def choose(measured: dict[Candidate, float], peak_bytes: dict[Candidate, float],
 def _mib(n: float | None) -> str:
     return "none" if n is None else f"{n / 2**20:.1f} MiB"
 
+
+
+def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int = 4, rounds: int = 2,
+                     measure=None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+    """({candidate: predicted epoch seconds}, {candidate: peak bytes}) of the candidates that can run,
+    each timed ``rounds`` times on ``steps`` real steps after a warm-up round, interleaved; an epoch's
+    seconds are the per-step medians over the rounds, summed and scaled to the epoch's step count (the
+    frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
+    replaces the real trial (tests inject timings)."""
+    from dynagnn.schedule.tuner import interleaved, trial_seconds
+    from dynagnn.train.trials import candidate_config, run_trial
+
+    runnable = [c for c in cands if c.reason is None]
+    if measure is None:
+        def measure(c: Candidate):
+            return run_trial(store_path, candidate_config(config, c.strategy, c.workers, c.threads, dict(c.options)),
+                             steps=steps)
+    trials = interleaved(runnable, measure, rounds)
+    seconds = {c: trial_seconds([t.step_seconds for t in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
+               for c, got in trials.items()}
+    return seconds, {c: max(t.peak_bytes for t in got) for c, got in trials.items()}
