@@ -97,3 +97,23 @@ def test_trials_interleave_drop_the_warm_up_and_scale_to_the_epoch():
     assert seconds[A] == pytest.approx((1.1 + 2.2) / 2 * 10) and seconds[B] == pytest.approx((0.45 + 0.9) / 2 * 10)
     assert peak == {A: 1.0, B: 3.0}
     assert choose(seconds, peak, budget=2.0)[0] == A
+
+
+def test_the_strategies_own_checks_give_the_reasons(tmp_path):
+    from dynagnn.data.store import open_store
+    from dynagnn.models import build_model
+    from dynagnn.train.run_config import TrainConfig
+    from dynagnn.train.strategies.auto import run_refusal
+
+    from .conftest import small_store
+
+    store = open_store(small_store(tmp_path / "s.zarr", num_snapshots=12))
+    cfg = TrainConfig.of(model="wdgcn", hidden=5, window=1)
+    why = run_refusal(store, cfg, build_model("wdgcn", store.feature_dim(), 5))
+    cands = candidates("snapshot", cores=2, window=1, refusal=why)
+    reasons = {(c.strategy, c.workers): c.reason for c in cands}
+    assert "window 1 is too short, use at least 2" in reasons[("group", 1)]   # the group strategy's own check
+    assert reasons[("sequential", 1)] is None and reasons[("frames", 1)] is None
+    assert "runs on 1 worker, not 2" in reasons[("sequential", 2)]   # listed with its reason, not dropped
+    snap2 = next(c for c in cands if c.strategy == "snapshot" and c.workers == 2)
+    assert "a step holds batch_windows × window = 1 snapshots, fewer than the 2 workers" in snap2.reason

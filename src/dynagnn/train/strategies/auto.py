@@ -168,3 +168,25 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
     seconds = {c: trial_seconds([t.step_seconds for t in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
                for c, got in trials.items()}
     return seconds, {c: max(t.peak_bytes for t in got) for c, got in trials.items()}
+
+
+def run_refusal(store, config, model):
+    """The ``refusal`` of :func:`candidates` for a run of ``config`` on ``store`` with ``model`` (built):
+    the model's contract (:meth:`Strategy.model_refusal`, checked at the run's widths), then the
+    strategy's own check at that worker count (too few vertices or snapshots for the workers, a window
+    too short to split): its one-line ConfigError is the candidate's reason."""
+    from dynagnn.models.contract import check_contract
+    from dynagnn.train.trials import candidate_config
+
+    contract = check_contract(type(model), config.model, model.in_dim, model.hidden_dim)
+
+    def why(cls, workers: int) -> str | None:
+        refused = cls.model_refusal(type(model), contract)
+        if refused:
+            return refused
+        try:
+            cls(candidate_config(config, cls.name, workers, 1, {})).check(model, store, workers)
+        except ConfigError as exc:
+            return str(exc)
+        return None
+    return why
