@@ -117,3 +117,19 @@ def test_the_strategies_own_checks_give_the_reasons(tmp_path):
     assert "runs on 1 worker, not 2" in reasons[("sequential", 2)]   # listed with its reason, not dropped
     snap2 = next(c for c in cands if c.strategy == "snapshot" and c.workers == 2)
     assert "a step holds batch_windows × window = 1 snapshots, fewer than the 2 workers" in snap2.reason
+
+
+def test_the_report_and_the_log_line():
+    from dynagnn.train.strategies.auto import report, summary_line
+
+    refused = Candidate("snapshot", 1, reason="its GCN runs inside the recurrence")
+    cands = [A, B, C, refused]
+    seconds, peak = {A: 0.42, B: 0.31, C: 0.47}, {A: 10.0, B: 20.0, C: 5.0}
+    chosen, why = choose(seconds, peak, budget=None)
+    doc = report(cands, seconds, peak, chosen, why, None)
+    assert doc["chosen"] == "frames 1x1x2t (frame_size=4)" and [r["chosen"] for r in doc["candidates"]] == [False, True, False, False]
+    rows = {r["label"]: r for r in doc["candidates"]}
+    assert rows["sequential 1x1x2t"]["reason"] == "0.42 s/epoch, 1.35x the chosen"
+    assert rows["snapshot 1x1x1t"]["reason"] == "its GCN runs inside the recurrence" and rows["snapshot 1x1x1t"]["epoch_seconds"] is None
+    assert summary_line(seconds, chosen, cands) == ("auto: frames 1x1x2t (frame_size=4) 0.31 s/epoch; sequential 1x1x2t "
+                                                    "0.42; vertex 2x1x1t 0.47; snapshot refused: its GCN runs inside the recurrence")

@@ -16,8 +16,10 @@ that would fit.
 interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.interleaved`), and gives
 :func:`choose` its epoch seconds and peak memory.
 
-Not yet here: the predictions of epoch time and memory that pick which candidates to try,
-``auto.json`` and the ``auto`` strategy itself (issue 30).
+:func:`report` is what ``auto.json`` holds and :func:`summary_line` the log line.
+
+Not yet here: the predictions of epoch time and memory that pick which candidates to try, and the
+``auto`` strategy itself, which will write that report beside a run's metrics (issue 30).
 """
 
 from __future__ import annotations
@@ -190,3 +192,31 @@ def run_refusal(store, config, model):
             return str(exc)
         return None
     return why
+
+
+def report(cands: list[Candidate], seconds: dict[Candidate, float], peak: dict[Candidate, float],
+           chosen: Candidate, why: dict[Candidate, str], budget: float | None) -> dict:
+    """``auto.json``: every candidate in enumeration order with its measured epoch seconds and peak
+    bytes (null where it was not timed), whether it was chosen, and one line of reason for each one
+    not chosen (it cannot run, or the choice's reason)."""
+    rows = []
+    for c in cands:
+        rows.append({"strategy": c.strategy, "workers": c.workers, "processes_per_worker": c.procs,
+                     "threads": c.threads, "options": dict(c.options), "label": c.label(),
+                     "epoch_seconds": seconds.get(c), "peak_bytes": peak.get(c), "chosen": c == chosen,
+                     "reason": None if c == chosen else (c.reason or why.get(c, "not timed"))})
+    return {"version": 1, "memory_budget_bytes": budget, "chosen": chosen.label(), "candidates": rows}
+
+
+def summary_line(seconds: dict[Candidate, float], chosen: Candidate, cands: list[Candidate], shown: int = 3) -> str:
+    """``auto: frames 1x1x2t (frame_size=4) 0.31 s/epoch; sequential 1x1x2t 0.42; ...; snapshot refused:
+    <its reason>``: the chosen one first, then the next fastest, then each refused strategy once."""
+    order = sorted(seconds, key=seconds.get)
+    parts = [f"{chosen.label()} {seconds[chosen]:.3g} s/epoch"]
+    parts += [f"{c.label()} {seconds[c]:.3g}" for c in order if c != chosen][:shown - 1]
+    refused: dict[str, str] = {}
+    for c in cands:
+        if c.reason and c.strategy not in refused and not any(o.strategy == c.strategy for o in seconds):
+            refused[c.strategy] = c.reason
+    parts += [f"{name} refused: {reason}" for name, reason in refused.items()]
+    return "auto: " + "; ".join(parts)
