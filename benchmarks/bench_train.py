@@ -90,27 +90,19 @@ def compare_loops(path, label: str, epochs: int, **options) -> list[dict]:
     return out
 
 
-def _current_rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> None:
     """One training epoch with nb blocks, in its own process; prints JSON (peak memory, time)."""
     import torch
 
     from dynagnn.train.engine import TrainConfig, Trainer
-    from dynagnn.timing import peak_memory_bytes
+    from dynagnn.timing import current_rss_bytes, peak_memory_bytes
 
     torch.set_num_threads(2)
     cfg = TrainConfig.of(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)
     tr = Trainer(path, cfg, progress=False)
     ts = tr.split.train[:2]
     tr.optimizer.zero_grad()
-    before = _current_rss() if device == "cpu" else torch.cuda.memory_allocated()
+    before = current_rss_bytes() if device == "cpu" else torch.cuda.memory_allocated()
     if device != "cpu":
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()

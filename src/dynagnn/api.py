@@ -7,7 +7,6 @@ lives here, and both the CLI and a Python caller go through :func:`train`.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import logging
@@ -327,7 +326,9 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
         >>> result.best["test_auc"]                                     # the kept epoch's
         >>> frames = dynagnn.fit(store, model="mypkg.cells:MyCell", strategy="frames", frame_size=4)
     """
-    with _callers_state_kept():   # the contract check and the run both seed the global generators
+    from dynagnn.train.engine import caller_state_kept
+
+    with caller_state_kept():   # the run seeds the global generators and may set the thread count
         store_path = _store_path(store)
         name, cls = _model_name(model)
         keys = {"model": name, "task": task, "strategy": strategy, **options}
@@ -337,24 +338,6 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
             return _fit_into(store_path, Path(out), config, progress, overwrite, kept=True)
         with tempfile.TemporaryDirectory(prefix="dynagnn-fit-") as folder:
             return _fit_into(store_path, Path(folder) / "run", config, progress, overwrite, kept=False)
-
-
-@contextlib.contextmanager
-def _callers_state_kept():
-    """Put back, on leaving, what a run in this process changes of the process's global state:
-    torch's CPU generator (and each CUDA device's, where CUDA is initialised on entry), numpy's
-    global generator and torch's intra-op thread count."""
-    import numpy as np
-    import torch
-
-    threads, numpy_state = torch.get_num_threads(), np.random.get_state()
-    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    try:
-        with torch.random.fork_rng(devices=cuda):
-            yield
-    finally:
-        np.random.set_state(numpy_state)
-        torch.set_num_threads(threads)
 
 
 def _store_path(store) -> Path:
@@ -433,16 +416,12 @@ def _refuse_unimportable(cls: type | None, name: str, config) -> None:
 
 def _imported(name: str):
     """What importing ``module:Qual.Name`` gives (what a worker process would get), or None."""
-    import importlib
+    from dynagnn.models.registry import import_class
 
-    module_name, _, qualname = name.partition(":")
     try:
-        obj = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except Exception:   # a module may raise anything while it imports; a missing name is AttributeError
+        return import_class(name)
+    except ConfigError:
         return None
-    return obj
 
 
 def _fit_into(store_path: Path, out: Path, config, progress: bool, overwrite: bool, kept: bool):

@@ -51,6 +51,19 @@ def peak_memory_bytes(device: torch.device | str) -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
+def current_rss_bytes() -> int:
+    """This process's resident memory now (Linux's ``VmRSS``; 0 where /proc has none): the start a
+    peak is measured above."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class PhaseTimer:
     """Accumulates exclusive seconds per phase for the current epoch; ``rows()`` gives the table.
 

@@ -56,7 +56,9 @@ def is_import_path(name: str) -> bool:
     return bool(IMPORT_PATH.match(str(name)))
 
 
-def _import_class(path: str) -> type:
+def import_class(path: str) -> type:
+    """The class ``module:Qual.Name`` names, imported; ConfigError, in one line, where the module does
+    not import, has no such name, or the name is not a class."""
     module_name, _, attr = path.partition(":")
     try:
         obj = importlib.import_module(module_name)
@@ -86,7 +88,7 @@ def resolve_model(name: str) -> type:
     if not is_import_path(name):
         raise ConfigError(f"unknown model {name!r}{did_you_mean(name, ALL_MODELS)}; known: {', '.join(ALL_MODELS)}, "
                           "or a class of your own as package.module:Class")
-    cls = _import_class(name)
+    cls = import_class(name)
     from .contract import check_class
 
     check_class(cls, where=name)   # its steps are checked at the run's widths before it trains

@@ -34,6 +34,7 @@ error names.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -76,6 +77,22 @@ class TrainingError(DynagnnError):
 def _seed_all(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
+
+
+@contextlib.contextmanager
+def caller_state_kept():
+    """Put back, on leaving, what a run in this process changes of the process's global state
+    (:class:`Trainer` seeds the generators and may set the thread count): torch's CPU generator (and
+    each CUDA device's, where CUDA is initialised on entry), numpy's global generator and torch's
+    intra-op thread count. :func:`dynagnn.api.fit` and the chooser's trials run inside it."""
+    threads, numpy_state = torch.get_num_threads(), np.random.get_state()
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        np.random.set_state(numpy_state)
+        torch.set_num_threads(threads)
 
 
 def check_run(strategy, store: SnapshotStore, workers: int, model=None) -> None:

@@ -4,7 +4,8 @@ The chooser (:mod:`dynagnn.train.strategies.auto`) times its best candidates on 
 before training. A trial builds its own trainer for the candidate (the same seed, so the same initial
 weights), runs a warm-up step and then ``steps`` steps spread evenly over the epoch's steps, each
 timed on every process, and returns the epoch time they predict (the median step times the epoch's
-step count) and the peak memory above the start (RSS on a CPU, the allocator's peak on a GPU). A
+step count) and the memory it took above the start (on a CPU the RSS grown by the trial's end, not
+its peak, which a process cannot reset; on a GPU the allocator's peak). A
 candidate of several processes runs as its own job (:func:`dynagnn.distributed.launch.launch`); one
 of one process runs here, inside a saved and restored random state (torch's, numpy's) and thread
 count, so the run that trains afterwards draws exactly what it would have drawn without the trial;
@@ -13,16 +14,15 @@ its weights and optimiser are its own and never seen by a trial.
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from dynagnn.distributed.launch import launch
-from dynagnn.train.engine import Trainer
+from dynagnn.timing import current_rss_bytes
+from dynagnn.train.engine import Trainer, caller_state_kept
 from dynagnn.train.run_config import TrainConfig, shared_fields
 
 
@@ -49,14 +49,6 @@ def candidate_config(config: TrainConfig, strategy: str, workers: int, threads: 
                                   **options}, where="auto candidate")
 
 
-def _rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def _picks(n: int, steps: int) -> list[int]:
     """``steps`` step indices spread evenly over an epoch of ``n`` (all of them when n <= steps)."""
     if n <= steps:
@@ -69,7 +61,7 @@ def _trial_here(ctx, store_path, config: TrainConfig, steps: int) -> tuple[list[
     from dynagnn.distributed.comm import Comm
 
     gpu = config.device.startswith("cuda")
-    before = torch.cuda.memory_allocated() if gpu else _rss()
+    before = torch.cuda.memory_allocated() if gpu else current_rss_bytes()
     if gpu:
         torch.cuda.reset_peak_memory_stats()
     tr = Trainer(store_path, config, progress=False, ctx=ctx, comm=Comm(ctx) if ctx is not None else None,
@@ -92,23 +84,10 @@ def _trial_here(ctx, store_path, config: TrainConfig, steps: int) -> tuple[list[
             sync()
             if k:
                 seconds.append(time.perf_counter() - t0)
-        peak = (torch.cuda.max_memory_allocated() if gpu else _rss()) - before
+        peak = (torch.cuda.max_memory_allocated() if gpu else current_rss_bytes()) - before
         return seconds, len(all_steps), float(max(peak, 0))
     finally:
         tr.strategy.close()
-
-
-@contextlib.contextmanager
-def _state_kept():
-    """Torch's and numpy's random state and torch's thread count as they were, whatever runs inside."""
-    np_state, threads = np.random.get_state(), torch.get_num_threads()
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=devices):
-        try:
-            yield
-        finally:
-            np.random.set_state(np_state)
-            torch.set_num_threads(threads)
 
 
 def run_trial(store_path, config: TrainConfig, steps: int = 4) -> Trial:
@@ -116,7 +95,7 @@ def run_trial(store_path, config: TrainConfig, steps: int = 4) -> Trial:
     docstring): ``steps`` timed steps after a warm-up."""
     procs = int(config.workers) * config.strategy_cls.procs_per_worker
     if procs == 1:
-        with _state_kept():
+        with caller_state_kept():
             seconds, n, peak = _trial_here(None, store_path, config, steps)
         return Trial(tuple(seconds), n, peak)
     results = launch(_trial_here, int(config.workers), store_path, config, steps, device=config.device,
