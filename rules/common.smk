@@ -99,6 +99,19 @@ def family(strategy):
     return _workflow_family(strategy)
 
 
+def is_auto(strategy):
+    """Whether ``strategy`` is the chooser (family auto, issue 30): it times candidates on the job's cores,
+    trains the one it chose and writes auto.json beside the metrics (rule train_auto); its pick is drawn in
+    the compare figure of its (dataset, model, cores)."""
+    return family(strategy)["family"] == "auto"
+
+
+def run_figure(run):
+    """The family figure a speed run draws: its strategy's, or compare for an auto run (its pick beside
+    the runs on as many cores, the strategies it chose among)."""
+    return family(run["strategy"])["figure"] or ("compare" if is_auto(run["strategy"]) else None)
+
+
 def _check_event_runs():
     """An event model (TGN, JODIE, APAN) trains with the events strategy, and EdgeBank is scored by it,
     on a dataset with an event stream: say so when the config is read, not when its job fails (EdgeBank's
@@ -171,7 +184,11 @@ def compare_plan(wildcards):
 
 
 def compare_inputs(wildcards):
-    return [f"{d}/metrics.parquet" for d in equal_hardware(wildcards).values()] + compare_plan(wildcards)
+    """Each compared run's metrics and timings, an auto run's auto.json (the candidates it timed), the plan."""
+    runs = equal_hardware(wildcards).values()
+    return ([f"{d}/{f}" for d in runs for f in ("metrics.parquet", "timings.parquet")]
+            + [f"{d}/auto.json" for d in runs if is_auto(os.path.basename(d).rsplit("-", 1)[0])]
+            + compare_plan(wildcards))
 
 
 def compare_args(wildcards):
@@ -180,9 +197,19 @@ def compare_args(wildcards):
 
 
 def train_threads(wildcards):
-    """Cores of a training job: its processes (workers × processes per worker) × their torch threads."""
+    """Cores of a training job: its processes (workers × processes per worker) × their torch threads (an
+    auto job's slot 1t<cores>: the cores its candidates may fill, dynagnn.config.train_runs)."""
     workers, threads = slot_of(wildcards)
     return workers * family(wildcards.strategy)["procs_per_worker"] * threads
+
+
+def train_slot_flags(wildcards):
+    """The train command's --workers and --threads; none for auto, which chooses them itself within the
+    cores its options name (it refuses either flag)."""
+    if is_auto(wildcards.strategy):
+        return ""
+    workers, threads = slot_of(wildcards)
+    return f"--workers {workers} --threads {threads}"
 
 
 def run_at(wildcards):
@@ -220,6 +247,8 @@ def train_nodes(wildcards):
     """Machines of a training job: launch.nodes under torchrun (a job of fewer workers takes one
     machine per worker), else 1."""
     launch = config.get("launch", {})
+    if is_auto(wildcards.strategy):   # the chooser's trials start their own processes: one machine, no torchrun
+        return 1
     return min(int(launch.get("nodes", 1)), slot_of(wildcards)[0]) if launch.get("torchrun") else 1
 
 
@@ -236,7 +265,7 @@ def train_gpus(wildcards):
 def train_launcher(wildcards):
     """`python -m dynagnn` locally; srun + torchrun over the job's nodes in a cluster job."""
     launch = config.get("launch", {})
-    if not launch.get("torchrun"):
+    if not launch.get("torchrun") or is_auto(wildcards.strategy):   # auto refuses torchrun (its trials launch)
         return "python -m dynagnn"
     nodes, workers = train_nodes(wildcards), slot_of(wildcards)[0]
     procs = workers * family(wildcards.strategy)["procs_per_worker"]  # 2 per worker for BLAD's pair
@@ -286,8 +315,8 @@ def all_outputs():
         outs.append(f"{folder}/training.png")
         # the family figure of a run's strategy (rules/train.smk): BLAD's runs beside the others on as
         # many cores (compare-<cores>), BGL's data path beside its baselines (sampled-<workers>), Sven
-        # beside DepComm and DepCache (sven-<workers>)
-        figure = family(run["strategy"])["figure"]
+        # beside DepComm and DepCache (sven-<workers>), auto's pick beside the runs on its cores (compare)
+        figure = run_figure(run)
         if figure:
             size = run["cores"] if figure == "compare" else run["workers"]
             outs.append(f"{RESULTS}/{run['dataset']}/{run['model']}/{figure}-{size}.png")

@@ -8,7 +8,8 @@
 #   srun torchrun --nnodes M --nproc-per-node P/M --rdzv-backend c10d --rdzv-endpoint HEAD:PORT -m dynagnn train ...
 # The group strategies (BLAD: group, blad_nm, blad_even) run 2 processes per worker (2P/M per
 # machine) from the schedule stage's plan-<workers>.json, which is then an input; their job holds 2
-# cores per worker.
+# cores per worker. An auto run (rule train_auto) holds the cores its candidates may fill and adds
+# auto.json, the choice it made.
 import os
 
 
@@ -37,8 +38,7 @@ rule train:
         options=train_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
         launcher=train_launcher,
-        workers=lambda wildcards: slot_of(wildcards)[0],
-        threads=lambda wildcards: slot_of(wildcards)[1],
+        slot=train_slot_flags,
     conda:
         "../envs/dynagnn.yaml"
     resources:
@@ -50,7 +50,32 @@ rule train:
         tasks_per_gpu=0,
     shell:
         "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
-        "--workers {params.workers} --threads {params.threads} > {log:q} 2>&1 && echo made: {output:q}"
+        "{params.slot} > {log:q} 2>&1 && echo made: {output:q}"
+
+
+# An auto run (issue 30): the chooser times candidates (strategy, workers x processes x threads, options)
+# on the job's cores (its option cores: dynagnn.config.train_runs, slot 1t<cores>), trains the fastest that fits
+# the memory budget and writes auto.json beside the metrics: every candidate, its prediction, its trial's
+# seconds per epoch where timed, the one chosen and why each other was not.
+use rule train as train_auto with:
+    wildcard_constraints:
+        strategy="auto",
+        workers="[0-9]+(t[0-9]+)?",
+    output:
+        metrics=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/metrics.parquet",
+        timings=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/timings.parquet",
+        comm=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/comm.parquet",
+        model=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/model.pt",
+        auto=f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/auto.json",
+        figure=report(
+            f"{RESULTS}/{{dataset}}/{{model}}/{{strategy}}-{{workers}}/training.png",
+            caption="../workflow/report/training.rst",
+            category="Training",
+            subcategory="{dataset}",
+        ),
+
+
+ruleorder: train_auto > train
 
 
 # A run with seeds: one job per seed into <strategy>-<workers>/seed-<k>/ (the train rule with the seed in
@@ -75,8 +100,7 @@ use rule train as train_seed with:
         options=train_seed_options_json,
         out_dir=lambda wildcards, output: os.path.dirname(output.metrics),
         launcher=train_launcher,
-        workers=lambda wildcards: slot_of(wildcards)[0],
-        threads=lambda wildcards: slot_of(wildcards)[1],
+        slot=train_slot_flags,
 
 
 rule seed_summary:
@@ -103,6 +127,7 @@ rule seed_summary:
 # BLAD Figs. 12, 15, 16: the strategies trained on a (dataset, model) on the same cores side by side
 # (BLAD's 1 worker x 2 processes, ESDG's 2 x 1, one process of 2 threads: equal hardware, never a run of
 # another size), measured against the schedule plan's predicted epoch time, sync-wait and overlap shares.
+# An auto run on those cores stands among them as its pick, with its auto.json's trials (rule train_auto).
 rule compare:
     input:
         compare_inputs,

@@ -159,6 +159,25 @@ def test_two_runs_into_one_folder_with_other_options_are_refused():
     validate({**MIN, "train": {"runs": [one, {**one, "options": {"batch_windows": 8, "threads": 2}}]}})
 
 
+def test_an_auto_run_is_one_job_of_the_cores_it_may_fill():
+    """An auto run (issue 30) chooses its workers and threads: the workflow gives it cores (its option, else
+    the run's workers x threads, the hardware of the strategies beside it), trains it in auto-1t<cores>/
+    (its job's threads) and pairs it by them in the compare figure; its options name no workers or threads."""
+    from dynagnn.config import train_runs
+
+    beside = {"dataset": "a", "models": ["wdgcn"], "strategies": ["sequential", "auto"],
+              "options": {"batch_windows": 8, "threads": 2}}
+    alone = {"dataset": "a", "models": ["wdgcn"], "strategies": ["auto"], "options": {"cores": 3}}
+    plain = {"dataset": "a", "models": ["tgcn"], "strategies": ["auto"]}
+    runs = train_runs(validate({**MIN, "train": {"runs": [beside, alone, plain]}}))
+    got = [(r["model"], r["strategy"], r["slot"], r["cores"], r["workers"], r["threads"]) for r in runs]
+    assert got == [("wdgcn", "sequential", "1t2", 2, 1, 2), ("wdgcn", "auto", "1t2", 2, 1, 2),
+                   ("wdgcn", "auto", "1t3", 3, 1, 3), ("tgcn", "auto", "1", 1, 1, 1)]
+    for r in runs[1:]:
+        assert r["options"]["cores"] == r["cores"] and "workers" not in r["options"] and "threads" not in r["options"]
+    assert runs[1]["options"]["batch_windows"] == 8
+
+
 def test_a_run_with_seeds_and_one_without_into_one_folder_are_refused():
     one = {"dataset": "a", "models": ["tgcn"], "strategies": ["sequential"]}
     with pytest.raises(ConfigError, match=r"train\.runs\.1: trains a/tgcn/sequential-1 as train\.runs\.0 does, "

@@ -361,6 +361,8 @@ def test_the_strategy_table_says_processes_per_worker():
     wrong = []
     for row in _rows(_section(STRATEGIES_PAGE.read_text(), "The strategies")):
         name = row[0].strip("`")
+        if row[2].strip() == "chosen":   # auto runs the processes of the candidate it chooses
+            continue
         procs = int(row[2].split("×")[1])
         if procs != STRATEGIES[name].procs_per_worker:
             wrong.append(f"{name}: {procs} processes per worker, the registry {STRATEGIES[name].procs_per_worker}")

@@ -107,9 +107,11 @@ def test_imports_point_down():
 # private name. Sequencing stages (a plan made at start) is the API's job, above them all.
 STAGES = {"analysis", "cost", "schedule", "train", "report"}
 OFFERED = {
-    "cost": {"predictor", "link", "models"},     # the predictor and its channel costs; each model's operator calls
+    # the predictor and its channel costs; each model's operator calls; a model's steps timed (the chooser
+    # predicts from them, as a plan at start does for a model with no operator list)
+    "cost": {"predictor", "link", "models", "step_times"},
     "schedule": {"plan", "tuner", "balance", "topology", "measured"},
-    "analysis": set(),
+    "analysis": {"commvolume"},   # the closed-form communication volumes (the chooser's prediction)
     "train": set(),
     "report": set(),
 }

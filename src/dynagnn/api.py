@@ -114,11 +114,63 @@ def train(store_path, out, config, resume=None, progress: bool = True, overwrite
     by one and names none (:func:`plan_at_start`; the plan lives in a temporary folder for the run).
     ``overwrite``: replace a finished run of another model, strategy, store or config in ``out``.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job."""
+    from dynagnn.models.baselines import BASELINE_MODELS
     from dynagnn.train.engine import train as train_stage
 
     with tempfile.TemporaryDirectory(prefix="dynagnn-plan-") as folder:
+        auto = None
+        if config.strategy == "auto" and config.model in BASELINE_MODELS:   # EdgeBank trains nothing to choose for
+            config = scoring_config(store_path, config)
+        elif config.strategy == "auto":
+            auto = choose_strategy(Path(store_path), Path(out), config, Path(folder), resume, overwrite)
+            config = auto.config
         config = with_plan(Path(store_path), config, Path(folder))
-        return train_stage(store_path, out, config, resume=resume, progress=progress, overwrite=overwrite)
+        return train_stage(store_path, out, config, resume=resume, progress=progress, overwrite=overwrite, auto=auto)
+
+
+def scoring_config(store_path, config):
+    """An auto run of EdgeBank as the strategy that scores it: events on a store with an event stream,
+    else sequential (EdgeBank trains nothing, so there is nothing to choose)."""
+    from dynagnn.data.store import open_store
+    from dynagnn.train.strategies.auto import carried
+    from dynagnn.train.trials import candidate_config
+
+    scorer = "events" if open_store(store_path).events() is not None else "sequential"
+    log.info("auto: %s trains nothing; scored by the %s strategy", config.model, scorer)
+    return candidate_config(config, scorer, 1, config.threads or 1, carried(config))
+
+
+def choose_strategy(store_path: Path, out: Path, config, folder: Path, resume=None, overwrite: bool = False):
+    """The choice of an auto run (:func:`dynagnn.train.strategies.auto.resolve`): the out-dir checked
+    first (nothing is timed for a run that could not write), a group candidate's trials planned as its
+    run would be (:func:`with_plan`, into ``folder``); ``--resume`` trains again what the run chose
+    (its ``auto.json``), without new trials."""
+    from dynagnn.data.store import open_store
+    from dynagnn.distributed.launch import under_torchrun
+    from dynagnn.models.baselines import BASELINE_MODELS
+    from dynagnn.train.engine import out_dir_refusal
+    from dynagnn.train.strategies.auto import parse_budget, previous_choice, resolve
+
+    if under_torchrun():
+        raise ConfigError("--strategy auto under torchrun: the chooser's trials start their own processes; name "
+                          "the strategy (an auto.json of a run on one machine says which it chose)")
+    parse_budget(config.options.memory_budget)   # a malformed budget is refused before anything runs
+    for key, value, default in (("workers", config.workers, 1), ("threads", config.threads, None)):
+        if value != default:
+            raise ConfigError(f"{key} {value} with --strategy auto: auto chooses the workers and threads itself; "
+                              f"give --cores (the cores it may fill), or name a strategy to set {key}")
+    reason = out_dir_refusal(out, config, open_store(store_path).checksum, overwrite, resume)
+    if reason:
+        raise ConfigError(reason)
+    if resume is not None:
+        choice = previous_choice(out, config)
+        if choice is None:
+            raise ConfigError(f"--resume with --strategy auto needs the auto.json of the run in {out} (its choice): "
+                              "none there; resume naming the run's strategy")
+    else:
+        choice = resolve(store_path, config, planned=lambda cfg: with_plan(store_path, cfg, folder))
+    log.info("%s", choice.line)
+    return choice
 
 
 def seed_row(metrics, seed: int) -> dict:
@@ -270,7 +322,7 @@ class FitResult:
         return self.metrics[self.metrics["best"]].iloc[0].to_dict()
 
 
-def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", out=None, *,
+def fit(store, model="tgcn", task: str = "auto", strategy: str = "auto", out=None, *,
         progress: bool = False, overwrite: bool = False, **options) -> FitResult:
     r"""Train a dynamic GNN on a snapshot store, as ``dynagnn train`` does, and return the run.
 
@@ -293,9 +345,11 @@ def fit(store, model="tgcn", task: str = "auto", strategy: str = "sequential", o
             (default: ``"tgcn"``)
         task (str): ``"auto"`` (classify integer labels, regress float labels, else link
             prediction), ``"link"``, ``"classify"`` or ``"regress"``. (default: ``"auto"``)
-        strategy (str): a registered strategy (``"sequential"``, ``"frames"``, ``"vertex"``,
-            ``"group"``, ``"events"``, ...). The default is ``"sequential"`` for now; it becomes
-            ``"auto"`` (the strategy chooser) once that lands. (default: ``"sequential"``)
+        strategy (str): ``"auto"`` (the chooser: the fastest candidate on this machine that fits
+            the memory budget, timed on real steps of the run first; ``memory_budget="2GiB"``,
+            ``trial_share``, ``cores``: docs/strategies.md, auto) or a registered strategy
+            (``"sequential"``, ``"frames"``, ``"vertex"``, ``"group"``, ``"events"``, ...).
+            (default: ``"auto"``)
         out (str or pathlib.Path, optional): the run folder (``metrics.parquet``,
             ``timings.parquet``, ``comm.parquet``, ``model.pt``); None trains into a temporary folder
             removed before returning. (default: :obj:`None`)

@@ -253,7 +253,12 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     strategies that take it); ``threads`` per process (the run's option, else 1), ``slot`` (its
     folder's suffix: ``2``, or ``1t2`` with threads), ``cores`` (workers × processes per worker ×
     threads: what the compare rule pairs runs by) and ``seeds`` (the run's seeds: one job each into
-    ``seed-<k>/``; [] for one run of the section's seed)."""
+    ``seed-<k>/``; [] for one run of the section's seed).
+
+    An ``auto`` run (family auto: the chooser, which picks workers and threads itself) is one process
+    that may fill ``cores``: its option ``cores``, else the run's workers × threads (the hardware of the
+    strategies it runs beside); its slot is ``1t<cores>`` (``1`` on one core), its options name the
+    cores and neither workers nor threads (the library refuses them with auto)."""
     keys = _train_keys()
     section = cfg.get("train", {})
     base = {k: v for k, v in section.items() if k != "runs"}
@@ -262,15 +267,24 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         opts = {**base, **run.get("options", {})}
         for model in run.get("models") or [opts["model"]]:
             for strategy in run.get("strategies") or [opts["strategy"]]:
-                ppw = keys.strategy_class(strategy).procs_per_worker
+                cls = keys.strategy_class(strategy)
+                ppw = cls.procs_per_worker
                 threads = int(opts.get("threads") or 1)
                 for workers in run.get("workers") or [opts.get("workers", 1)]:
                     w = int(workers)
+                    options = {**keys_for(strategy, opts), "model": model, "strategy": strategy, "workers": w}
+                    if cls.family == "auto":
+                        cores = int(opts.get("cores") or w * threads)
+                        options = {k: v for k, v in options.items() if k not in ("workers", "threads")}
+                        out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": 1,
+                                    "threads": cores, "slot": "1" if cores == 1 else f"1t{cores}", "cores": cores,
+                                    "seeds": [int(k) for k in run.get("seeds") or []],
+                                    "options": {**options, "cores": cores}})
+                        continue
                     out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": w,
                                 "threads": threads, "slot": f"{w}" if threads == 1 else f"{w}t{threads}",
                                 "cores": w * ppw * threads, "seeds": [int(k) for k in run.get("seeds") or []],
-                                "options": {**keys_for(strategy, opts), "model": model, "strategy": strategy,
-                                            "workers": w}})
+                                "options": options})
     return out
 
 

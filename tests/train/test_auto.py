@@ -8,14 +8,14 @@ import pytest
 from dynagnn.errors import ConfigError
 from dynagnn.models import check_contract, model_class
 from dynagnn.train.strategies import STRATEGIES
-from dynagnn.train.strategies.auto import Candidate, candidates, choose, trial_candidates
+from dynagnn.train.strategies.auto import SPLITTERS, Candidate, candidates, choose, trial_candidates
 
 
 def _refusal(model):
     cls = model_class(model)
     contract = check_contract(cls, model)
 
-    def why(strategy_cls, workers):
+    def why(strategy_cls, workers, options=None):
         return strategy_cls.model_refusal(cls, contract)
     return why
 
@@ -27,7 +27,10 @@ def test_snapshot_candidates_on_two_cores():
     assert not names & {n for n, cls in STRATEGIES.items() if cls.baseline_of}   # no baseline
     # processes x threads fill the 2 cores without oversubscribing them
     assert all(c.processes * c.threads <= 2 for c in cands)
-    assert {(c.workers, c.threads) for c in cands if c.strategy == "vertex"} == {(1, 2), (2, 1)}
+    # one process with all the cores' threads and with one; two of one thread each
+    assert {(c.workers, c.threads) for c in cands if c.strategy == "vertex"} == {(1, 2), (1, 1), (2, 1)}
+    # a strategy that only splits among workers is, at 1, the one-process loop with more to do
+    assert all("splits a step among workers" in c.reason for c in cands if c.strategy == "vertex" and c.workers == 1)
     assert {(c.workers, c.procs, c.threads) for c in cands if c.strategy == "group"} == {(1, 2, 1)}
     # the speed options: frame sizes up to the window, checkpoint blocks; no graph difference on a CPU
     assert {dict(c.options)["frame_size"] for c in cands if c.strategy == "frames"} == {2, 4}
@@ -36,7 +39,7 @@ def test_snapshot_candidates_on_two_cores():
     # T-GCN has no seam for ESDG's split: kept, with the contract's reason
     snap = [c for c in cands if c.strategy == "snapshot"]
     assert snap and all("its GCN runs inside the recurrence" in c.reason for c in snap)
-    assert all(c.reason is None for c in cands if c.strategy != "snapshot")
+    assert all(c.reason is None for c in cands if c.strategy != "snapshot" and (c.strategy, c.workers) != ("vertex", 1))
 
 
 def test_on_a_gpu_a_worker_per_device_and_the_graph_difference():
@@ -44,7 +47,7 @@ def test_on_a_gpu_a_worker_per_device_and_the_graph_difference():
     assert {c.workers for c in cands} == {1}
     seq = [c for c in cands if c.strategy == "sequential"]
     assert {dict(c.options).get("transfer", "full") for c in seq} == {"full", "diff"}
-    assert all(c.threads == 16 for c in seq) and all(c.reason is None for c in cands)
+    assert all(c.threads == 16 for c in seq) and all(c.reason is None for c in cands if c.strategy not in SPLITTERS)
 
 
 def test_event_models_get_the_event_strategies():

@@ -1,5 +1,6 @@
 """The Snakefile end to end on a tiny config in a temporary directory, as a user runs it."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -337,3 +338,62 @@ def test_sampled_figure_rule(tmp_path):
     want = sampled_table({s: pd.read_parquet(base / f"{s}-1" / "metrics.parquet") for s in strategies})
     pd.testing.assert_frame_equal(pd.read_parquet(base / "sampled-1.parquet"), want)
     assert (base / "sampled-1.pdf").exists() and want["l1_hit_ratio"].iloc[1] == 0.0   # no cache: no hits
+
+
+def test_auto_run_and_its_compare_figure(tmp_path):
+    """An auto run (issue 30) beside a run of 2 threads: rule train_auto's job holds those 2 cores (slot
+    1t2) and gives them to auto as its option cores, declares auto.json, and the run's pick is drawn in the compare figure of those cores
+    beside the runs there, whose job reads its auto.json; under the SLURM profile's torchrun it stays one
+    plain process on one machine (auto refuses torchrun: its trials start their own processes); and the
+    workflow makes them."""
+    from dynagnn.report.strategies import strategy_table
+
+    wd = workdir(tmp_path, {"synth": TINY["synth"]})
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    cfg["train"]["runs"] = [{"dataset": "synth", "models": ["tgcn"], "strategies": ["sequential", "auto"],
+                             "options": {"lr": 0.02, "threads": 2}}]
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    dry = snakemake(wd, "-n", "-p")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    text = dry.stdout + dry.stderr
+    jobs = _jobs(text)
+    (auto,) = [j for j in jobs if j["rule"] == "train_auto"]
+    assert auto["wildcards"] == {"dataset": "synth", "model": "tgcn", "strategy": "auto", "workers": "1t2"}
+    assert auto["resources"]["cpus_per_task"] == "2" and '"cores": 2' in auto["shell"]
+    # auto chooses its workers and threads: the job names its cores only (the library refuses the others)
+    assert "--workers" not in auto["shell"] and "--threads" not in auto["shell"] and '"threads"' not in auto["shell"]
+    assert auto["shell"].startswith("python -m dynagnn train results/synth/store.zarr --out-dir results/synth/tgcn/auto-1t2 ")
+    assert "results/synth/tgcn/auto-1t2/auto.json" in auto["shell"]            # declared: echoed as made
+    assert [(j["wildcards"]["strategy"], j["wildcards"]["workers"]) for j in jobs if j["rule"] == "train"] == [
+        ("sequential", "1t2")]
+    (compare,) = [j for j in jobs if j["rule"] == "compare"]
+    assert compare["wildcards"]["cores"] == "2"
+    assert ("compare sequential=results/synth/tgcn/sequential-1t2 auto=results/synth/tgcn/auto-1t2 --out "
+            "results/synth/tgcn/compare-2.parquet") in compare["shell"]
+    block = next(b for b in text.split("\nrule ")[1:] if b.startswith("compare:"))
+    assert "results/synth/tgcn/auto-1t2/auto.json" in block.split("output:")[0]
+
+    # the SLURM profile over 2 machines with torchrun: the auto job is one machine, no torchrun
+    launch = wd / "workflow/profiles/slurm/launch.yaml"
+    saved = launch.read_text()
+    launch.write_text(saved.replace("nodes: 1 ", "nodes: 2 "))
+    slurm = snakemake(wd, "--executor", "slurm", "-n", "--workflow-profile", "workflow/profiles/slurm")
+    launch.write_text(saved)
+    assert slurm.returncode == 0, slurm.stderr[-3000:]
+    (auto,) = [j for j in _jobs(slurm.stdout + slurm.stderr) if j["rule"] == "train_auto"]
+    assert (auto["resources"]["nodes"], auto["resources"]["cpus_per_task"]) == ("1", "2")
+    assert auto["shell"].startswith("python -m dynagnn train ")
+
+    run = snakemake(wd, "results/synth/tgcn/compare-2.png")
+    assert run.returncode == 0, run.stderr[-3000:]
+    base = wd / "results" / "synth" / "tgcn"
+    report = json.loads((base / "auto-1t2" / "auto.json").read_text())
+    assert report["cores"] == 2 and sum(c["chosen"] for c in report["candidates"]) == 1
+    table = pd.read_parquet(base / "compare-2.parquet")
+    assert table["strategy"].tolist() == ["sequential", "auto"]
+    assert table["auto_choice"].tolist() == ["", report["chosen"]]
+    runs = {s: tuple(pd.read_parquet(base / f"{s}-1t2" / f) for f in ("metrics.parquet", "timings.parquet"))
+            for s in ("sequential", "auto")}
+    want = strategy_table(None, runs)
+    pd.testing.assert_frame_equal(table.drop(columns="auto_trial_s"), want.drop(columns="auto_trial_s"))
+    assert (base / "compare-2.pdf").exists()

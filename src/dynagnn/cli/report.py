@@ -54,7 +54,7 @@ def add_compare(sub) -> None:
 
 def cmd_compare(args) -> None:
     from ..report.figures import strategy_comparison
-    from ..report.strategies import check_comparable, run_identity, strategy_table
+    from ..report.strategies import auto_trials, check_comparable, run_identity, strategy_table
     from ..schedule.plan import SchedulePlan
     from ..tables import write_table
 
@@ -62,9 +62,11 @@ def cmd_compare(args) -> None:
     plan = SchedulePlan.load(args.plan) if args.plan else None
     dirs = dict(item.split("=", 1) for item in args.runs)
     check_comparable({name: run_identity(Path(dirs[name]) / "metrics.parquet") for name in runs}, plan)
-    table = strategy_table(plan, runs)
+    autos = {name: json.loads((Path(dirs[name]) / "auto.json").read_text()) for name in runs
+             if (Path(dirs[name]) / "auto.json").is_file()}   # an auto run's candidates and trials
+    table = strategy_table(plan, runs, autos)
     title = f"{plan.dataset}: {plan.model}, {plan.num_workers} workers" if plan else ""
-    strategy_comparison(table, args.figure, title)
+    strategy_comparison(table, args.figure, title, auto_trials(table, autos))
     write_table(table, args.out, (plan.store_checksum if plan else None) or "")
     for r in table.itertuples():
         log.info("%-10s epoch %.3fs (plan %.3gs, re-planned %.3gs), sync wait %.1f%% (plan %.1f%%), overlap %.1f%% "

@@ -27,7 +27,8 @@ def add_train(sub, options: bool = True) -> None:
                                     "timings.parquet (per epoch, worker and phase), comm.parquet (bytes per "
                                     "epoch, worker and collective), model.pt (best epoch) and training.png in "
                                     "--out-dir. Strategies: --strategy names one of the registered strategies "
-                                    "(sequential by default; their options below say which take them). "
+                                    "(auto by default, which chooses among the others and writes auto.json; "
+                                    "their options below say which take them). "
                                     "--workers N spawns N local processes (gloo on "
                                     "CPU, nccl on GPU); under torchrun the process joins torchrun's group "
                                     "instead (torchrun --nnodes M --nproc-per-node P -m dynagnn train ...). "
@@ -43,8 +44,10 @@ def add_train(sub, options: bool = True) -> None:
                                       "task with --strategy events, on the snapshot link task with sequential); or a class "
                                       "of your own as package.module:Class (a DynamicGNN or StackedGNN, checked "
                                       "before it trains: docs/strategies.md, Your own model)")
-    tr.add_argument("--strategy", help="sequential (default) or another of the strategies listed below, each with the "
-                                       "options it takes")
+    tr.add_argument("--strategy", help="auto (default: the fastest candidate strategy, workers, threads and options "
+                                       "on this machine that fits --memory-budget, timed on real steps of the run "
+                                       "first; its choice in OUT_DIR/auto.json) or one of the strategies listed "
+                                       "below, each with the options it takes")
     tr.add_argument("--workers", type=int, help="worker processes (default 1; ignored under torchrun, "
                                                  "whose WORLD_SIZE wins)")
     tr.add_argument("--batch-windows", type=int, help="windows per optimiser step, B (default 1)")
@@ -143,6 +146,7 @@ def cmd_train(args) -> None:
     for key in flags:
         if getattr(args, key, None) is not None:
             options[key], names[key] = getattr(args, key), _flag(key)
+    options.setdefault("strategy", "auto")   # a run that names no strategy: the chooser
     config = TrainConfig.from_dict(options, "--options", names)
     check_device(config.device, "--device" if args.device else "--options device")
     if args.seeds:

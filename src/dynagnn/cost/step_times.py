@@ -23,9 +23,10 @@ from dynagnn.models import build_model
 
 
 def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: int = 3, seed: int = 0,
-                     device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+                     device: str = "cpu", snapshots=None) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) float64 [T] median seconds of ``model``'s step on each snapshot of
-    ``store`` from its initial state (module docstring), with ``threads`` torch threads, on ``device``."""
+    ``store`` from its initial state (module docstring), with ``threads`` torch threads, on ``device``;
+    ``snapshots``: time only these (the chooser's sample), the others' entries left NaN."""
     keep_freed_heap()
     dev = torch.device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -38,8 +39,10 @@ def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: 
             torch.manual_seed(seed)
             net = build_model(model, store.feature_dim(), hidden).to(dev)
             n = store.num_nodes
-            fwd, bwd = np.zeros(store.num_snapshots), np.zeros(store.num_snapshots)
-            for t, (row, col, w) in enumerate(store.window_edges(0, store.num_snapshots)):
+            fwd, bwd = np.full(store.num_snapshots, np.nan), np.full(store.num_snapshots, np.nan)
+            picked = range(store.num_snapshots) if snapshots is None else sorted(set(int(t) for t in snapshots))
+            for t in picked:
+                row, col, w = store.edges(t)
                 adj = csr.normalize(row, col, w, n).to(dev)
                 x = torch.from_numpy(features if features.ndim == 2 else features[t]).to(dev)
                 fwd[t], bwd[t] = _time_step(net, adj, x, n, int(repeats), sync)

@@ -271,25 +271,56 @@ ANALYSIS_FIGURES = {"overlap": overlap_by_frame, "formats": format_sizes, "redun
                     "partitions": partition_quality, "cache": cache_hit_ratio, "volume": volume_model_vs_count}
 
 
-def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
+def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "",
+                        trials: pd.DataFrame | None = None) -> list[Path]:
     """Epoch time, synchronisation-wait share and operator-overlap share per strategy, measured
     beside the plan's prediction (:func:`dynagnn.report.strategies.strategy_table`; BLAD Figs.
-    12, 15/18 and 16)."""
+    12, 15/18 and 16). An auto run's bar is labelled with the candidate it chose (``auto →
+    <label>``); ``trials`` (:func:`dynagnn.report.strategies.auto_trials`): the candidates it timed,
+    each trial's seconds per epoch marked on the epoch panel at the run of the same strategy and
+    hardware (its pick's at its own bar, a candidate no run trained at a tick of its own)."""
     fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    names = table["strategy"].tolist()
+    names = strategy_labels(table)
+    trials = trials if trials is not None else pd.DataFrame(columns=["candidate", "trial_s", "chosen", "at"])
+    timed = trials[trials["trial_s"].notna()]
+    alone = list(dict.fromkeys(timed.loc[timed["at"] == "", "candidate"]))   # timed, trained by no compared run
     for a, (col, label) in zip(ax, (("epoch_s", "seconds per epoch"), ("sync_share", "synchronisation-wait share"),
                                     ("overlap_share", "operator-overlap share"))):
-        series = {"measured": table[col].fillna(0).tolist(),
-                  "predicted (plan)": table[f"predicted_{col}"].fillna(0).tolist()}
+        extra = alone if col == "epoch_s" else []
+        series = {"measured": table[col].fillna(0).tolist() + [0.0] * len(extra),
+                  "predicted (plan)": table[f"predicted_{col}"].fillna(0).tolist() + [0.0] * len(extra)}
         if col == "epoch_s" and table["replanned_epoch_s"].notna().any():
-            series["re-planned from measured times"] = table["replanned_epoch_s"].fillna(0).tolist()
-        _grouped_bars(a, names, series, xlabel="strategy", legend_size=7)
+            series["re-planned from measured times"] = table["replanned_epoch_s"].fillna(0).tolist() + [0.0] * len(extra)
+        _grouped_bars(a, names + [f"{c}\n(auto's trial only)" for c in extra], series, xlabel="strategy",
+                      legend_size=7)
         a.set_ylabel(label)
         a.tick_params(axis="x", labelrotation=20)
+    if len(timed):
+        x = {s: i for i, s in enumerate(table["strategy"])} | {c: len(table) + i for i, c in enumerate(alone)}
+        where = [x[at] if at else x[c] for at, c in zip(timed["at"], timed["candidate"])]
+        for chosen, marker, size, label in ((False, "D", 30, "auto's trial (s/epoch)"),
+                                            (True, "*", 120, "auto's trial of its pick")):
+            pick = (timed["chosen"] == chosen).to_numpy()
+            if pick.any():
+                ax[0].scatter(np.asarray(where)[pick], timed["trial_s"].to_numpy()[pick], marker=marker, s=size,
+                              color="black" if not chosen else "crimson", zorder=3, label=label)
+        bars = float(np.nanmax(table[["epoch_s", "predicted_epoch_s", "replanned_epoch_s"]].to_numpy(float), initial=0))
+        if bars > 0 and float(timed["trial_s"].max()) > 4 * bars:   # trials far above the bars: both readable
+            ax[0].set_yscale("log")
+            ax[0].set_ylabel("seconds per epoch (log scale)")
+        ax[0].legend(fontsize=7)
     ax[0].set_title("epoch time (median, warm-up excluded)", fontsize=9)
     ax[1].set_title("time waiting for a partner or peer", fontsize=9)
     ax[2].set_title("compute beside memory-bound operators", fontsize=9)
     return save(fig, out_png, title)
+
+
+def strategy_labels(table: pd.DataFrame) -> list[str]:
+    """The compare figure's tick of each run: its strategy, and an auto run's pick beside it
+    (``auto →``, then the chosen candidate's label, its options on a line of their own)."""
+    choice = table["auto_choice"] if "auto_choice" in table else pd.Series([""] * len(table))
+    return [f"{s} →\n" + c.replace(" (", "\n(") if isinstance(c, str) and c else str(s)
+            for s, c in zip(table["strategy"], choice)]
 
 
 def stage_durations(times: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:

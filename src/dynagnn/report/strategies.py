@@ -19,6 +19,14 @@ whether it was ``oversubscribed``, which the claims table then refuses as eviden
 ``replanned_epoch_s``: the epoch predicted by the plan the run re-made from the times measured in
 its second epoch (the first when it ran two; group, blad_nm; option ``replan``), which the later
 epochs followed.
+
+An ``auto`` run (issue 30) is compared as any other: its row is the candidate it chose and trained
+(``auto_choice``: that candidate's label, from its metrics' ``auto_choice`` column; '' for the
+other runs). What it timed
+before choosing is in its ``auto.json``: :func:`auto_trials` places each timed candidate's trial
+(seconds per epoch) at the compared run that trained the same strategy on the same processes and
+threads, the chosen one's at the auto run itself, and ``auto_trial_s`` of the table is that trial's
+seconds beside each run's measured ``epoch_s``.
 """
 
 from __future__ import annotations
@@ -28,7 +36,10 @@ import pandas as pd
 
 PLANNED = {"group": "balanced", "blad_nm": "balanced", "blad_even": "even", "group_frames": "balanced"}
 COLUMNS = ["strategy", "epochs", "epoch_s", "predicted_epoch_s", "replanned_epoch_s", "sync_share", "predicted_sync_share",
-           "overlap_share", "predicted_overlap_share", "best_val", "processes", "threads", "cores", "oversubscribed"]
+           "overlap_share", "predicted_overlap_share", "best_val", "processes", "threads", "cores", "oversubscribed",
+           "auto_choice", "auto_trial_s"]
+# the candidates an auto run timed (auto.json), placed among the compared runs (:func:`auto_trials`)
+AUTO_COLUMNS = ["run", "candidate", "strategy", "processes", "threads", "trial_s", "predicted_s", "chosen", "at"]
 
 
 def run_identity(metrics_path) -> dict[str, str]:
@@ -106,12 +117,48 @@ def hardware(metrics: pd.DataFrame) -> dict:
             "oversubscribed": bool(last["oversubscribed"])}
 
 
-def strategy_table(plan, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+def strategy_table(plan, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+                   autos: dict[str, dict] | None = None) -> pd.DataFrame:
     """``runs``: strategy -> (metrics, timings) of its run; ``plan``: the SchedulePlan the group
-    strategies ran (or None)."""
+    strategies ran (or None); ``autos``: run label -> the ``auto.json`` of an auto run among ``runs``
+    (its trials fill ``auto_trial_s``: :func:`auto_trials`)."""
     rows = []
     for strategy, (metrics, timings) in runs.items():
         row = {"strategy": strategy, **measured(metrics, timings)}
         row.update(predicted(plan, strategy) if plan is not None else {})
+        row["auto_choice"] = str(metrics["auto_choice"].iloc[-1]) if "auto_choice" in metrics else ""
         rows.append(row)
-    return pd.DataFrame(rows).reindex(columns=COLUMNS)
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    trials = auto_trials(table, autos or {})
+    placed = trials[trials["at"] != ""].drop_duplicates("at")   # one auto run's trial per compared run
+    table["auto_trial_s"] = table["strategy"].map(placed.set_index("at")["trial_s"]).astype(float)
+    return table
+
+
+def auto_trials(table: pd.DataFrame, autos: dict[str, dict]) -> pd.DataFrame:
+    """The candidates each auto run timed, from its ``auto.json`` (``autos``: the run's label in
+    ``table`` -> the file's content): one row per candidate with a trial, and the chosen one also
+    without (one candidate that fits is trained untimed), in the file's order (:data:`AUTO_COLUMNS`).
+    ``processes``: workers × processes per worker; ``trial_s``: the trial's seconds per epoch (NaN
+    untimed); ``predicted_s``: the chooser's prediction; ``at``: the row of ``table`` the trial is
+    drawn at: the auto run itself for the chosen candidate, else the run that trained the candidate's
+    strategy on the same processes and threads ('' when none did: the candidate was timed only)."""
+    rows = []
+    for run, report in autos.items():
+        for c in report.get("candidates", []):
+            trial = c.get("trial_seconds")
+            if trial is None and not c.get("chosen"):
+                continue
+            procs = int(c["workers"]) * int(c.get("processes_per_worker", 1))
+            at = run if c.get("chosen") else ""
+            if not at:
+                same = table[(table["strategy"].str.partition("@")[0] == c["strategy"])
+                             & (table["processes"] == procs) & (table["threads"] == int(c["threads"]))]
+                at = str(same["strategy"].iloc[0]) if len(same) else ""
+            predicted_s = c.get("predicted_seconds")
+            rows.append({"run": run, "candidate": c["label"], "strategy": c["strategy"], "processes": procs,
+                         "threads": int(c["threads"]), "trial_s": np.nan if trial is None else float(trial),
+                         "predicted_s": np.nan if predicted_s is None else float(predicted_s),
+                         "chosen": bool(c.get("chosen")), "at": at})
+    return pd.DataFrame(rows, columns=AUTO_COLUMNS).astype({"processes": int, "threads": int, "trial_s": float,
+                                                            "predicted_s": float, "chosen": bool})

@@ -343,7 +343,8 @@ def _unloadable(path: Path, exc: Exception) -> str:
 
 
 # The files of a training run's out-dir: what _train_here writes, and the CLI's figure beside them.
-RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "training.png", "training.pdf")
+RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "auto.json", "training.png",
+             "training.pdf")
 # Keys of a run's config that tune how it trains, not which run it is (the model, its widths and task,
 # the strategy and its options, the workers, the store): a finished run that differs only in them is
 # this run again, replaced with a warning naming them (the plan is a path: a temporary one for a plan
@@ -506,11 +507,13 @@ def _publish(out: Path, writers: dict) -> None:
 
 
 def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress, checked=False,
-                overwrite=False):
+                overwrite=False, auto=None):
     """One process's share of :func:`train`; rank 0 writes the outputs, once every worker finished its
     training (:func:`_job_succeeded`), and returns the frames. ``checked``: the launcher checked the run
     and the out-dir; else (one process, torchrun's) rank 0 checks the out-dir here, before training,
-    and every rank stops on its refusal."""
+    and every rank stops on its refusal. ``auto``: the chooser's choice this run trains
+    (:class:`~dynagnn.train.strategies.auto.Choice`): the run is the auto run in the out-dir."""
+    identity = auto.requested if auto is not None else config
     trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None, checked=checked)
     if resume:
         trainer.load_checkpoint(resume)
@@ -518,7 +521,7 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
     if not checked:
         reason = None
         if trainer.ctx.is_main:
-            reason = out_dir_refusal(out, config, trainer.store.checksum, overwrite, resume)
+            reason = out_dir_refusal(out, identity, trainer.store.checksum, overwrite, resume)
             if reason is None:
                 _remove_stale(out)
         reason = trainer.comm.broadcast_object(reason)
@@ -528,40 +531,50 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
     _job_succeeded(trainer)
     if not trainer.ctx.is_main:
         return None
-    meta = {"model": config.model, "strategy": config.strategy, "task": trainer.task.name,
-            "workers": str(trainer.ctx.world_size), "config": json.dumps(config.as_dict())}
+    meta = {"model": config.model, "strategy": identity.strategy, "task": trainer.task.name,
+            "workers": str(trainer.ctx.world_size), "config": json.dumps(identity.as_dict(), default=str)}
+    files = {}
+    if auto is not None:   # the choice recorded: in the table (a column, and its metadata) and auto.json
+        metrics = metrics.assign(auto_choice=auto.label)
+        meta["auto_choice"] = auto.label
+        report = json.dumps(auto.report, indent=1, default=str).encode()
+        files["auto.json"] = lambda tmp: tmp.write_bytes(report)
     checksum = trainer.store.checksum
     model_bytes = _checkpoint_bytes(trainer.checkpoint())
     comm = trainer.comm_table
     _publish(out, {"metrics.parquet": lambda tmp: write_parquet(metrics, tmp, checksum, meta),
                    "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
                    "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
-                   "model.pt": lambda tmp: tmp.write_bytes(model_bytes)})
+                   "model.pt": lambda tmp: tmp.write_bytes(model_bytes), **files})
     return metrics, timings
 
 
 def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: str | Path | None = None,
-          progress: bool = True, overwrite: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+          progress: bool = True, overwrite: bool = False, auto=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
     under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job. A job of several
     processes is checked here, before any starts (:func:`check_run`, and the out-dir:
     :func:`prepare_out_dir`); a one-process run checks the model it trains and the out-dir before it
     trains. ``overwrite``: replace a finished run of another model, strategy, store or config in
-    ``out`` (``train --overwrite``)."""
+    ``out`` (``train --overwrite``). ``auto``: the choice of an auto run that ``config`` trains
+    (:func:`dynagnn.train.strategies.auto.resolve`, which :func:`dynagnn.api.train` calls first)."""
     overwrite = bool(overwrite)
+    if config.strategy == "auto":
+        raise ConfigError("the auto strategy is resolved before training: train it through dynagnn.api.train "
+                          "(dynagnn train, dynagnn.fit), which chooses the candidate the engine trains")
     if config.model in BASELINE_MODELS:   # EdgeBank: scored, not trained
         from dynagnn.train.edgebank_run import run_edgebank
 
         return run_edgebank(store_path, out, config, overwrite, resume)
     ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
-        return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite,
+        return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite, auto,
                       device=config.device, threads=config.threads, procs_per_worker=ppw)[0]
     if config.workers * ppw == 1:
-        return _train_here(None, store_path, out, config, resume, progress, False, overwrite)
+        return _train_here(None, store_path, out, config, resume, progress, False, overwrite, auto)
     store = open_store(store_path)
     check_run(config.strategy_cls(config), store, config.workers)
-    prepare_out_dir(out, config, store.checksum, overwrite, resume)
-    return launch(_train_here, config.workers, store_path, out, config, resume, progress, True,
+    prepare_out_dir(out, auto.requested if auto is not None else config, store.checksum, overwrite, resume)
+    return launch(_train_here, config.workers, store_path, out, config, resume, progress, True, overwrite, auto,
                   device=config.device, threads=config.threads, procs_per_worker=ppw)[0]

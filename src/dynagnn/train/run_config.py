@@ -150,6 +150,9 @@ def refusal(key: str, strategies: list[str], label: str | None = None, where: st
         return f"{label}: {reason}"
     who = takers(key)
     trains = f"this run trains {', '.join(strategies)}" if len(strategies) < 4 else "no strategy of the runs takes it"
+    if who and strategies == ["auto"]:
+        return (f"{label}: an option of {', '.join(who)} only; auto chooses the strategy and its options itself: "
+                f"name one of those strategies to set it")
     if who:
         return f"{label}: an option of {', '.join(who)}; {trains}"
     fixers = [name for name, c in STRATEGIES.items() if key in c.fixed]

@@ -19,6 +19,8 @@
   baselines ``tgnn_depcomm`` (per-occurrence fetch of the owner-updated memory) and
   ``tgnn_depcache`` (replicated memory, writes all-gathered), and ``tgnn_hash``, ``tgnn_range`` (Sven with
   the memory hashed or split by id ranges instead of Re-FlexBiCut).
+- ``auto``: the chooser (``auto.py``): enumerates the others, predicts, times the best few on real
+  steps of the run and trains the fastest that fits the memory budget; it trains nothing itself.
 - ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
   cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
   baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
@@ -27,6 +29,7 @@
 from __future__ import annotations
 
 from dynagnn.errors import ConfigError, did_you_mean
+from dynagnn.train.strategies.auto import Auto
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.strategies.events import EventStrategy
 from dynagnn.train.strategies.frames import Frames
@@ -40,7 +43,8 @@ from dynagnn.train.strategies.vertex import VertexPartition
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
                                                                    GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
                                                                    Sampled, SampledNoCache, SampledStatic, SampledRandom,
-                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange)}
+                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange,
+                                                                   Auto)}
 
 
 def strategy_class(name: str) -> type[Strategy]:

@@ -18,20 +18,34 @@ interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.inter
 
 :func:`report` is what ``auto.json`` holds and :func:`summary_line` the log line.
 
-Not yet here: the predictions of epoch time and memory that pick which candidates to try, and the
-``auto`` strategy itself, which will write that report beside a run's metrics (issue 30).
+:class:`Auto` is the ``auto`` strategy of the registry: its options (the memory budget, the trials'
+share of the run, the cores) and nothing that trains. :func:`resolve` turns a run that names it into
+the run of the chosen candidate: the candidates enumerated, each one's epoch predicted
+(:mod:`dynagnn.train.predict`) and its peak memory (:mod:`dynagnn.train.memory_model`), the best
+predicted that fit the budget timed within the trials' share, the fastest measured chosen. The API
+(:func:`dynagnn.api.train`) calls it before training and hands the report to the engine, which writes
+``auto.json`` beside the metrics; a group candidate's plan is made by the API's ``planned``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
+import time
 from dataclasses import dataclass, field
 
 from dynagnn.errors import ConfigError
+from dynagnn.train.options import LinkNegatives, SequenceMode, option
+from dynagnn.train.strategies.base import Strategy
+
+log = logging.getLogger("dynagnn")
 
 # plainest first: a tie goes to the one earlier here (less machinery to trust)
 SIMPLER = ("sequential", "frames", "vertex", "snapshot", "group", "group_frames", "events", "tgnn", "sampled")
 TIE = 0.02          # measured epochs within 2% of each other are a tie
 FRAME_SIZES = (2, 4, 8, 16)
+SPLITTERS = ("vertex", "snapshot", "tgnn")   # strategies whose only point is the split among workers
 CHECKPOINT_BLOCKS = (1, 2, 4)
 
 
@@ -90,9 +104,11 @@ def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 
                refusal=None) -> list[Candidate]:
     """Every candidate of a run (module docstring). ``model_kind``: the kind of the run's model
     (``snapshot``, ``event``, ``sampled``); ``cores``: the CPU cores the run may use; ``gpus``: the
-    devices on a GPU (a worker per GPU); ``refusal(strategy_class, workers) -> str | None``: why the
-    run's model, task and store rule that strategy out at that worker count (the contract check and
-    the strategy's own ``check``), None where it can run."""
+    devices on a GPU (a worker per GPU); ``refusal(strategy_class, workers, options) -> str | None``:
+    why the run's model, task and store rule that strategy out at that worker count with those options
+    (the contract check and the strategy's own ``check``), None where it can run. A process of one
+    worker is tried with all its cores' threads and with one (on a small step one thread can be the
+    faster: the pool's hand-offs cost more than they share)."""
     from dynagnn.train.strategies import STRATEGIES
 
     if cores < 1:
@@ -106,15 +122,18 @@ def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 
             continue
         if device == "cpu":
             splits = _splits(cores, cls.procs_per_worker, cores)
+            splits += [(w, 1) for w, t in splits if t > 1]
         else:   # a worker per GPU; BLAD's two processes share one
             splits = [(w, max(1, cores // (w * cls.procs_per_worker))) for w in range(1, max(gpus, 1) + 1)]
         for workers, threads in splits:
-            why = None
-            if cls.gpu_only and device == "cpu":
-                why = f"{name} pays only on a GPU"
-            elif refusal is not None:
-                why = refusal(cls, workers)
             for opts in _option_sets(cls, window, device):
+                why = None
+                if cls.gpu_only and device == "cpu":
+                    why = f"{name} pays only on a GPU"
+                elif refusal is not None:
+                    why = refusal(cls, workers, dict(opts))
+                if why is None and workers == 1 and name in SPLITTERS:
+                    why = f"{name} splits a step among workers: on 1 it is the one-process loop with more to do"
                 out.append(Candidate(name, workers, threads, opts, cls.procs_per_worker, why))
     return out
 
@@ -174,20 +193,29 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
 
 def run_refusal(store, config, model):
     """The ``refusal`` of :func:`candidates` for a run of ``config`` on ``store`` with ``model`` (built):
-    the model's contract (:meth:`Strategy.model_refusal`, checked at the run's widths), then the
-    strategy's own check at that worker count (too few vertices or snapshots for the workers, a window
-    too short to split): its one-line ConfigError is the candidate's reason."""
+    a snapshot model's contract (:meth:`Strategy.model_refusal`, checked at the run's widths), the
+    options the auto run carries that the strategy does not take, then the strategy's own check at that
+    worker count with the candidate's options and those carried (too few vertices or snapshots for the
+    workers, a window too short to split, checkpointing in a carried sequence): its one-line
+    ConfigError is the candidate's reason."""
+    from dynagnn.models import model_kind
     from dynagnn.models.contract import check_contract
-    from dynagnn.train.trials import candidate_config
 
-    contract = check_contract(type(model), config.model, model.in_dim, model.hidden_dim)
+    contract = None
+    if model_kind(config.model) == "snapshot":
+        contract = check_contract(type(model), config.model, model.in_dim, model.hidden_dim)
+    keys = carried(config) if config.strategy == "auto" else {}
 
-    def why(cls, workers: int) -> str | None:
-        refused = cls.model_refusal(type(model), contract)
+    def why(cls, workers: int, options: dict | None = None) -> str | None:
+        refused = cls.model_refusal(type(model), contract) if contract is not None else None
         if refused:
             return refused
+        missing = [k for k in keys if k not in cls.settable()]
+        if missing:
+            return f"{cls.name} takes no {', '.join(missing)} (given to auto)"
         try:
-            cls(candidate_config(config, cls.name, workers, 1, {})).check(model, store, workers)
+            cfg = _candidate_config(config, cls.name, workers, 1, {**(options or {}), **keys})
+            cfg.strategy_cls(cfg).check(model, store, workers)
         except ConfigError as exc:
             return str(exc)
         return None
@@ -215,8 +243,288 @@ def summary_line(seconds: dict[Candidate, float], chosen: Candidate, cands: list
     parts = [f"{chosen.label()} {seconds[chosen]:.3g} s/epoch"]
     parts += [f"{c.label()} {seconds[c]:.3g}" for c in order if c != chosen][:shown - 1]
     refused: dict[str, str] = {}
-    for c in cands:
-        if c.reason and c.strategy not in refused and not any(o.strategy == c.strategy for o in seconds):
+    for c in cands:   # the reason at the most workers: at 1, a splitting strategy's is only that it has one
+        if c.reason and all(o.reason for o in cands if o.strategy == c.strategy):
             refused[c.strategy] = c.reason
     parts += [f"{name} refused: {reason}" for name, reason in refused.items()]
     return "auto: " + "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# The ``auto`` strategy: its options, and the resolution of a run that names it
+
+# what one more process's start costs a trial beyond its steps (spawn, import torch, the group's
+# rendezvous), and a BLAD plan made at start: this 2-core machine's, so that the trials' share counts them
+LAUNCH_SECONDS = 4.0
+PLAN_SECONDS = 6.0
+TRIAL_STEPS, TRIAL_ROUNDS = 3, 2
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
+          "g": 2**30, "gb": 10**9, "gib": 2**30, "t": 2**40, "tb": 10**12, "tib": 2**40}
+
+
+@dataclass(frozen=True)
+class AutoOptions(SequenceMode, LinkNegatives):
+    """The chooser's own options, and the options every candidate that declares them gets (the
+    sequence mode, the link task's evaluation negatives)."""
+
+    memory_budget: str | int | None = option(
+        None, "auto: the peak memory a training process may take, in bytes or as a size (512MiB, 4GB); null = "
+        "the device's free memory (the host's available memory on a CPU)", type=["string", "integer", "null"])
+    trial_share: float = option(
+        0.1, "auto: the trials' time as a share of the expected training time (the best predicted epoch times "
+        "the epochs); the best predicted candidates are timed until it is spent, at least two",
+        type="number", exclusiveMinimum=0, maximum=1)
+    cores: int | None = option(
+        None, "auto: the CPU cores its candidates may fill with processes x threads (null = the cores this "
+        "process may run on)", type=["integer", "null"], minimum=1)
+
+
+class Auto(Strategy):
+    """``--strategy auto``: chooses among the others (module docstring); it trains nothing itself."""
+
+    name = "auto"
+    Options = AutoOptions
+    family = "auto"
+    models = ("snapshot", "stacked", "event", "sampled")
+    tasks = ("link", "classify", "regress")
+
+    def check(self, model, store, workers):
+        raise ConfigError("the auto strategy is resolved before training (dynagnn.api.train, dynagnn train, "
+                          "dynagnn.fit): the engine trains the candidate it chose")
+
+
+
+CARRIED = tuple(f for f in AutoOptions.declared() if f not in ("memory_budget", "trial_share", "cores"))
+
+
+def parse_budget(value, where: str = "memory_budget") -> float | None:
+    """Bytes of a memory budget: an integer, or a number with a unit (512MiB, 4GB, 1.5g); None stays
+    None. ConfigError in one line for zero, a negative or a malformed size."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"{where} {value!r}: expected bytes or a size such as 512MiB or 4GB")
+    if isinstance(value, (int, float)):
+        n = float(value)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ConfigError(f"{where} {value!r}: expected bytes or a size such as 512MiB or 4GB")
+        n = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not n > 0:
+        raise ConfigError(f"{where} {value!r}: a budget must be more than 0 bytes")
+    return n
+
+
+def free_memory(device: str) -> float:
+    """The device's free memory in bytes: MemAvailable on a CPU, the allocator's free memory on a GPU."""
+    if device.startswith("cuda"):
+        import torch
+
+        return float(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+@dataclass
+class Choice:
+    """A resolved ``auto`` run: the config the engine trains (the chosen candidate's), the run's own
+    config (its identity in the out-dir), ``auto.json``'s content and the log line."""
+
+    config: object
+    requested: object
+    report: dict
+    line: str
+
+    @property
+    def label(self) -> str:
+        return self.report["chosen"]
+
+
+def carried(config) -> dict:
+    """The auto run's options that its candidates take (those it gives other than their defaults)."""
+    defaults = AutoOptions()
+    return {k: getattr(config.options, k) for k in CARRIED if getattr(config.options, k) != getattr(defaults, k)}
+
+
+def chosen_config(config, cand: Candidate):
+    """The config that trains candidate ``cand`` of the auto run ``config``."""
+    return _candidate_config(config, cand.strategy, cand.workers, cand.threads, {**dict(cand.options), **carried(config)})
+
+
+def _candidate_config(*args):
+    from dynagnn.train.trials import candidate_config
+
+    return candidate_config(*args)
+
+
+def _plain_model(store, config):
+    """The run's model, built as its plain strategy builds it, without drawing from the caller's stream."""
+    import torch
+
+    from dynagnn.models import model_kind
+    from dynagnn.train.predict import PLAIN
+    from dynagnn.train.trials import candidate_config
+
+    cls = _strategy(PLAIN[model_kind(config.model)])
+    with torch.random.fork_rng(devices=[]):
+        plain = cls(candidate_config(config, cls.name, 1, 1, {}))
+        return plain.build_model(plain.input_dim(store))
+
+
+def _strategy(name: str):
+    """The registry's class of ``name`` (imported here: the registry imports this module)."""
+    from dynagnn.train.strategies import strategy_class
+
+    return strategy_class(name)
+
+
+def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int) -> float:
+    """Seconds a trial of ``c`` is expected to take: its rounds (the first a warm-up) of a warm-up step
+    and the timed steps, each round starting its processes, and a plan made once where it needs one."""
+    per_step = predicted / max(steps_per_epoch, 1)
+    start = LAUNCH_SECONDS if c.processes > 1 else 0.0
+    plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
+    return (TRIAL_ROUNDS + 1) * ((TRIAL_STEPS + 1) * per_step + start) + plan
+
+
+def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int,
+                at_least: int = 2) -> list[Candidate]:
+    """The candidates to time, in predicted order: the plain one-process loop (the one every technique
+    must beat), then the best predicted while their trials' expected cost (:func:`_trial_cost`) stays
+    within ``budget_s``; at least ``at_least`` of them, the cheapest to try making up the number (a
+    run too short to pay for a process's start is not made to pay it)."""
+    order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
+    plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in ("sequential", "events", "sampled")]
+    picked = plain[:1]
+    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch) for c in picked)
+    for c in order:
+        cost = _trial_cost(c, predicted[c], steps_per_epoch)
+        if c not in picked and spent + cost <= budget_s:
+            picked.append(c)
+            spent += cost
+    for c in sorted(order, key=lambda c: _trial_cost(c, predicted[c], steps_per_epoch)):
+        if len(picked) >= at_least:
+            break
+        if c not in picked:
+            picked.append(c)
+    return picked
+
+
+def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> Choice:
+    """The :class:`Choice` of the auto run ``config`` on ``store_path`` (module docstring).
+    ``planned(config) -> config``: the config with a plan where its strategy trains by one (the
+    API's :func:`~dynagnn.api.with_plan`); trials of a group candidate need it."""
+    import torch
+
+    from dynagnn.data.store import open_store
+    from dynagnn.distributed.launch import available_cores
+    from dynagnn.models import model_kind
+    from dynagnn.train.memory_model import predict_peak_bytes
+    from dynagnn.train.predict import measure_base, predict, spearman
+    from dynagnn.train.trials import run_trial
+
+    o = config.options
+    budget = parse_budget(o.memory_budget)
+    t0 = time.perf_counter()
+    store = open_store(store_path)
+    kind = model_kind(config.model)
+    model = _plain_model(store, config)
+    cores = int(o.cores or available_cores())
+    gpus = torch.cuda.device_count() if config.device.startswith("cuda") else 0
+    cands = candidates(kind, cores=cores, device=config.device, gpus=gpus, window=int(config.window),
+                       refusal=run_refusal(store, config, model))
+    runnable = [c for c in cands if c.reason is None]
+    if not runnable:
+        reasons = "; ".join(sorted({f"{c.strategy}: {c.reason}" for c in cands}))
+        raise ConfigError(f"auto: no strategy can train {config.model} on this store ({reasons})")
+    if budget is None:
+        budget_used, budget_from = free_memory(config.device), "free memory"
+    else:
+        budget_used, budget_from = budget, "--memory-budget"
+    peak = {c: float(predict_peak_bytes(store, chosen_config(config, c))) for c in runnable}
+    fits = [c for c in runnable if peak[c] <= budget_used]
+    if not fits:
+        smallest = min(runnable, key=peak.get)
+        raise ConfigError(f"memory budget {_mib(budget_used)} ({budget_from}) fits no candidate; the smallest, "
+                          f"{smallest.label()}, needs {_mib(peak[smallest])}: give at least that (--memory-budget)")
+    multi = [c for c in cands if c.processes > 1]
+    if multi and not any(c.processes > 1 for c in fits):
+        first = next(c for c in multi if c.reason) if any(c.reason for c in multi) else multi[0]
+        log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
+                 first.label(), first.reason or "over the memory budget")
+    base = measure_base(store_path, store, config, model, cores)
+    predicted = {c: predict(c, base) for c in fits}
+    expected = min(predicted.values()) * int(config.epochs)
+    share_s = float(o.trial_share) * expected
+    tried = pick_trials(predicted, share_s, base.steps) if len(fits) > 1 else list(fits)
+    t_trials = time.perf_counter()
+    if len(tried) == 1:
+        seconds = {tried[0]: predicted[tried[0]]}
+        measured_peak = {}
+    else:
+        configs: dict[Candidate, object] = {}
+        plans: dict[int, str] = {}
+
+        def measure(c: Candidate):
+            if c not in configs:   # a plan made once per worker count, for all rounds and candidates
+                cfg = chosen_config(config, c)
+                key = c.workers   # with_plan's file is plan-<workers>.json
+                if planned is not None and cfg.strategy_cls.needs_plan and key in plans:
+                    cfg.options = dataclasses.replace(cfg.options, plan=plans[key])
+                elif planned is not None:
+                    cfg = planned(cfg)
+                    if cfg.strategy_cls.needs_plan and getattr(cfg.options, "plan", None):
+                        plans[key] = cfg.options.plan
+                configs[c] = cfg
+            return run_trial(store_path, configs[c], steps=steps)
+        seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds, measure=measure)
+    trial_s = time.perf_counter() - t_trials
+    chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
+    for c in runnable:
+        if c not in seconds and c not in why:
+            why[c] = (f"predicted peak {_mib(peak[c])} over the budget {_mib(budget_used)}" if c not in fits else
+                      f"predicted {predicted[c]:.3g} s/epoch, not among the best predicted the trials' share could time")
+    rep = report(cands, seconds, measured_peak, chosen, why, budget_used)
+    for row, c in zip(rep["candidates"], cands):
+        row["predicted_seconds"] = predicted.get(c)
+        row["predicted_peak_bytes"] = peak.get(c)
+        row["trial_seconds"] = seconds.get(c) if c in seconds and len(tried) > 1 else None
+    timed = [c for c in tried if c in seconds] if len(tried) > 1 else []
+    rep.update({"memory_budget_from": budget_from, "cores": cores, "device": config.device,
+                "trial_share": float(o.trial_share), "expected_training_seconds": expected,
+                "trial_seconds_total": trial_s, "resolve_seconds_total": time.perf_counter() - t0,
+                "spearman_predicted_vs_trials": (spearman([predicted[c] for c in timed], [seconds[c] for c in timed])
+                                                 if len(timed) > 2 else None),   # two points always rank ±1
+                "base": {"seconds_by_threads": {str(k): v for k, v in base.seconds.items()}, "steps": base.steps,
+                         "agg_share": base.agg_share, "fwd_share": base.fwd_share}})
+    line = summary_line(seconds, chosen, cands)
+    return Choice(chosen_config(config, chosen), config, rep, line)
+
+
+def previous_choice(out, config) -> Choice | None:
+    """The choice a run in ``out`` made (its ``auto.json``), for ``--resume``: trained again as chosen,
+    without new trials; None when ``out`` has none."""
+    import json
+    from pathlib import Path
+
+    path = Path(out) / "auto.json"
+    if not path.is_file():
+        return None
+    try:
+        rep = json.loads(path.read_text())
+        row = next(r for r in rep["candidates"] if r["chosen"])
+        cand = Candidate(row["strategy"], int(row["workers"]), int(row["threads"]), tuple(row["options"].items()),
+                         int(row["processes_per_worker"]))
+    except (ValueError, KeyError, StopIteration, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path}: not an auto.json a run wrote ({type(exc).__name__}); resume names a strategy "
+                          "instead, or train anew") from None
+    return Choice(chosen_config(config, cand), config, rep, f"auto: resuming {cand.label()} as {path} chose it")

@@ -1,0 +1,568 @@
+"""The peak memory of a training run, per process: predicted by a model of named terms, and measured
+(issue 30: the ``--strategy auto`` chooser drops the candidates that would not fit).
+
+:func:`predict_peak_bytes` returns the bytes a run's largest process holds at its peak above its
+start (after imports, before the :class:`~dynagnn.train.engine.Trainer` is built), as the sum of
+:func:`memory_terms`, each a small function below:
+
+- ``data``: what a training process keeps of the store (:func:`data_bytes`), counted from the
+  arrays the strategies actually keep, at their dtypes;
+- ``task``: the link task's per-target caches of the training windows (:func:`task_bytes`);
+- ``parameters``: model + head weights, their gradients and Adam's two moments (:func:`parameter_bytes`);
+- ``activations``: what one training step keeps for its backward pass, MEASURED by running the
+  run's model at its widths on one representative snapshot (and the task's head on its embeddings)
+  under :func:`torch.autograd.graph.saved_tensors_hooks` (:func:`saved_bytes`), then scaled by the
+  snapshots a step holds at once (:func:`activation_bytes`);
+- ``backward``: the gradients in flight during the backward pass (:func:`backward_bytes`),
+  ESTIMATED from the measured activations (module constant :data:`BACKWARD_SHARE`);
+- ``load``: the transients of loading the snapshots, freed but kept by the heap (:func:`load_bytes`,
+  ESTIMATED per stored edge, :data:`LOAD_BYTES_PER_EDGE`);
+- ``allocator``: what the heap keeps above a step's live peak (:func:`allocator_bytes`, ESTIMATED,
+  :data:`ALLOCATOR_SLACK`);
+- ``strategy``: what a strategy adds of its own (:func:`strategy_bytes`): PiPAD's frames (the reuse
+  cache of ``Â_t X_t``, the frame's partitions and stacked aggregations), BGL's cache levels, the
+  event models' memory and mailbox (those are counted from the arrays their strategy builds).
+
+What is left out, on purpose: evaluation (the link task's fixed evaluation negatives and the
+gathered embeddings of the validation and test windows, the same for every strategy of a run); the
+live bytes after a step (glibc keeps freed memory with :func:`dynagnn.allocator.keep_freed_heap`,
+which every trainer sets, so a process's resident memory stays at its high-water mark: the model
+predicts that mark, hence the ``load`` and ``allocator`` terms); and the one-off loading of modules and kernels
+(torch's compiler stack that a fused Adam imports, the schema checker), which
+:func:`measure_peak_bytes` loads before it reads its start.
+
+:func:`measure_peak_bytes` measures the same quantity in a fresh spawned process: the resident set's
+peak (``ru_maxrss``) above its start, or on a GPU the allocator's peak above what was allocated.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import queue as queue_mod
+import resource
+import traceback
+from typing import Callable
+
+import numpy as np
+import torch
+
+MiB = 2 ** 20
+FLOAT = 4           # float32
+INDEX = 8           # int64
+#: the gradients in flight during a backward pass, as a share of the step's saved activations: the
+#: gradient of each saved tensor lives while its producer's backward runs, and a GRU/LSTM cell's
+#: backward holds its gates' gradients together, beside the step's host temporaries (the link task's
+#: negative sampling). ESTIMATED: on CPU, T-GCN at N = 1,000-4,000, hidden 64, the live bytes'
+#: peak during a step (glibc's mallinfo2 read after every operator) was 1.9-2.0 x the saved bytes.
+BACKWARD_SHARE = 1.0
+#: the resident memory a step's live peak costs, as a multiple of it: glibc serves a step's blocks
+#: from the heap, which :func:`dynagnn.allocator.keep_freed_heap` never trims, and the blocks a step
+#: frees do not fit the next ones' holes exactly, so the heap's high-water mark (what the resident
+#: set keeps) exceeds the live peak. ESTIMATED: 1.85-2.1 measured on T-GCN (the ratio of the resident
+#: growth over three steps to the live peak).
+ALLOCATOR_SLACK = 2.0
+#: the load's transient bytes per stored edge (the store's decompressed int32 chunks, their int64
+#: copies, the self-looped and sorted triples :func:`~dynagnn.train.transfer.load_host_snapshots`
+#: builds): freed after the load but kept by the heap. ESTIMATED from the resident memory after the
+#: trainer is built less the counted data (44-61 bytes per stored edge on the churn stores).
+LOAD_BYTES_PER_EDGE = 48.0
+
+
+# ---- the activations, measured ------------------------------------------------------------------
+
+def _storages(t: torch.Tensor) -> list[tuple[int, int]]:
+    """(data pointer, bytes) of each storage behind ``t`` (a sparse tensor's index and value arrays)."""
+    if t.layout == torch.sparse_csr:
+        parts = (t.crow_indices(), t.col_indices(), t.values())
+    elif t.layout == torch.sparse_coo:
+        parts = (t._indices(), t._values())
+    else:
+        parts = (t,)
+    out = []
+    for p in parts:
+        try:
+            st = p.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            continue
+        out.append((st.data_ptr(), st.nbytes()))
+    return out
+
+
+def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = ()) -> tuple[int, object]:
+    """(the bytes of the distinct storages autograd saves for the backward pass while ``fn()`` runs,
+    ``fn``'s result). Storages of ``exclude`` (parameters, the resident data: counted by other
+    terms) are not counted; a storage saved twice counts once."""
+    skip = {ptr for t in exclude for ptr, _ in _storages(t)}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        for ptr, nbytes in _storages(t):
+            if ptr not in skip and nbytes:
+                seen[ptr] = nbytes
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return sum(seen.values()), out
+
+
+def _representative(store, ts: list[int]) -> int:
+    """The snapshot of ``ts`` with the median edge count (the activations' representative)."""
+    nnz = np.diff(store.offsets)[ts]
+    return int(ts[int(np.argsort(nnz, kind="stable")[len(ts) // 2])])
+
+
+def measured_snapshot(store, config) -> dict[str, float]:
+    """One snapshot's activations, measured: the run's model (the strategy's build path, at the run's
+    widths, its seed) steps through snapshot t-1 and then t, the representative training target
+    (median edge count), and the saved bytes of the step at t are ``step``; the task's head scores t
+    from that embedding (``head``, its loss inputs included); ``state``: the bytes of the recurrent
+    state a step hands on (a checkpoint block's boundary). Returns {"step", "head", "state", "t"}."""
+    from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
+
+    strategy = config.strategy_cls(config)
+    task, split, _, window = strategy.make_task(store)
+    ends = list(split.train) or [store.num_snapshots - 2]
+    t = _representative(store, ends)
+    prev = max(t - 1, 0)
+    feats = store.require_features()
+    n = int(store.num_nodes)
+    host = {s: host_snapshot(*store.edges(s), n) for s in {prev, t}}
+    feeder_host = [host.get(s) for s in range(t + 1)]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = strategy.build_model(int(feats.shape[-1]))
+        head = task.head(model.out_dim)
+    feeder = SnapshotFeeder(feeder_host, feats[: t + 1] if feats.ndim == 3 else feats, n, "cpu")
+    params = tuple(model.parameters()) + tuple(head.parameters())
+    model.train()
+    head.train()
+    state = model.initial_state(n, torch.device("cpu"))
+    if prev != t:
+        _, state = model.step(*feeder.get(prev), state)
+    adj, x = feeder.get(t)
+    exclude = params + (adj.matrix, x) + tuple(state)
+    step, (h, new_state) = saved_bytes(lambda: model.step(adj, x, state), exclude)
+    leaf = h.detach().requires_grad_(True)
+    head_bytes, _ = saved_bytes(lambda: task.loss(head, leaf, t, 0), params + (leaf,))
+    state_bytes = sum(nb for s in new_state for _, nb in _storages(s))
+    return {"step": float(step), "head": float(head_bytes), "state": float(state_bytes),
+            "embedding": float(h.numel() * h.element_size()), "t": t, "window": window}
+
+
+# ---- the terms ----------------------------------------------------------------------------------
+
+def _procs(config) -> int:
+    return int(config.workers) * int(config.strategy_cls.procs_per_worker)
+
+
+def _splits(config) -> str:
+    """What the strategy divides among its workers: "vertices", "snapshots" or "" (nothing)."""
+    name = config.strategy
+    if name in ("vertex", "tgnn", "tgnn_depcomm"):
+        return "vertices"
+    if name in ("snapshot", "group", "group_frames", "blad", "blad_nm"):
+        return "snapshots"
+    return ""
+
+
+def _nnz(store) -> np.ndarray:
+    """nnz of each snapshot's normalised adjacency Â_t: its stored edges and one self-loop per node
+    (an upper bound: a stored self-loop is not doubled)."""
+    return np.diff(store.offsets).astype(np.int64) + int(store.num_nodes)
+
+
+def feature_bytes(store, config) -> float:
+    """The node features as the trainer holds them: float32 N x F (T x N x F when per snapshot), read
+    once from the store, and for static features the feeder's device copy (on a CPU a clone)."""
+    shape = store.root["features/x"].shape if store.has("features/x") else (store.num_nodes, store.feature_dim())
+    one = float(np.prod(shape, dtype=np.float64)) * FLOAT
+    static = len(shape) == 2
+    return one * (2.0 if static else 1.0)
+
+
+def adjacency_bytes(store, config) -> float:
+    """Every snapshot's Â_t on the host (sorted int64 keys, float32 values, int64 row offsets: the
+    :class:`~dynagnn.train.transfer.HostSnapshot` every snapshot strategy loads), plus the feeder's
+    resident copies (int64 row offsets and columns, float32 values) of the snapshots an epoch's
+    windows read; the feeder keeps every snapshot it was asked for unless ``checkpoint_blocks``
+    bounds it to a block. A worker of several keeps its share of the resident copies."""
+    n = int(store.num_nodes)
+    nnz = _nnz(store)
+    host = float((nnz * (INDEX + FLOAT)).sum() + len(nnz) * INDEX * (n + 1))
+    per = nnz * (INDEX + FLOAT) + INDEX * (n + 1)
+    blocks = int(getattr(config.options, "checkpoint_blocks", 1) or 1)
+    if blocks > 1:
+        resident = float(np.sort(per)[::-1][: math.ceil(config.window / blocks) + 1].sum())
+    else:
+        resident = float(per.sum())
+    if _splits(config):
+        resident /= max(1, int(config.workers))
+    return host + resident
+
+
+def data_bytes(store, config) -> float:
+    """What a training process keeps of the store: :func:`feature_bytes` + :func:`adjacency_bytes`
+    (counted; the event models' stream is :func:`event_bytes`)."""
+    if "event" in config.strategy_cls.models or "sampled" in config.strategy_cls.models:
+        return 0.0
+    return feature_bytes(store, config) + adjacency_bytes(store, config)
+
+
+def task_bytes(store, config) -> float:
+    """The link task's caches of the training targets t+1 (int64 keys of every stored edge, both
+    directions, and of the positives, u < v), counted; 0 for the node tasks (the labels are read
+    per step). The loss inputs of a step are in the measured head activations."""
+    from dynagnn.tasks.snapshot import infer_task
+
+    if "snapshot" not in config.strategy_cls.models and "stacked" not in config.strategy_cls.models:
+        return 0.0
+    task = infer_task(store) if config.task == "auto" else config.task
+    if task != "link":
+        return 0.0
+    stored = np.diff(store.offsets)
+    targets = stored[1:]   # a window ending at t predicts t+1
+    train = targets[: max(1, int(0.7 * len(targets)))]
+    return float(train.sum()) * INDEX * 1.5
+
+
+def parameter_bytes(store, config, model: torch.nn.Module | None = None, head: torch.nn.Module | None = None) -> float:
+    """Model + head parameters, their gradients and Adam's two moments (exp_avg, exp_avg_sq): 4 x
+    the parameters' bytes (counted from the run's model at its widths)."""
+    if model is None:
+        model, head = _model_and_head(store, config)
+    params = list(model.parameters()) + list(head.parameters())
+    return 4.0 * sum(p.numel() * p.element_size() for p in params)
+
+
+def _model_and_head(store, config):
+    strategy = config.strategy_cls(config)
+    if "event" in strategy.models:
+        from dynagnn.models.heads import LinkPredictor
+
+        model = strategy.build_model(strategy.input_dim(store), store.num_nodes)
+        return model, LinkPredictor(model.out_dim)
+    task = strategy.make_task(store)[0]
+    model = strategy.build_model(strategy.input_dim(store))
+    return model, task.head(model.out_dim)
+
+
+def step_snapshots(config, window: int) -> dict[str, float]:
+    """How many snapshots' activations a step holds at once, per process: a step of B windows
+    back-propagates each window before the next (so B does not multiply); ``checkpoint_blocks`` b
+    keeps one block of ceil(l / b) snapshots plus the b block boundary states; ``tbptt`` does not cut
+    what is kept (the whole window is back-propagated at once). A strategy that splits the vertices
+    divides every snapshot's activations among its workers; one that splits the snapshots gives each
+    worker its share of the window (and B windows spread over the workers)."""
+    o = config.options
+    blocks = int(getattr(o, "checkpoint_blocks", 1) or 1)
+    blocks = max(1, min(blocks, window))
+    per = math.ceil(window / blocks) if blocks > 1 else window
+    workers = max(1, int(config.workers))
+    split = _splits(config)
+    scale = 1.0 / workers if split == "vertices" else 1.0
+    if split == "snapshots":
+        per = math.ceil(per / workers) if int(config.batch_windows) < workers else per
+    return {"snapshots": float(per) * scale, "boundaries": float(blocks if blocks > 1 else 0) * scale}
+
+
+def activation_bytes(store, config, measured: dict | None = None) -> float:
+    """The activations one step keeps for its backward pass: the measured per-snapshot saved bytes
+    (:func:`measured_snapshot`) times the snapshots a step holds (:func:`step_snapshots`), the block
+    boundary states under checkpointing, the recomputed block's output, and the head's saved bytes
+    of one window's loss (every worker computes the full loss where the vertices are split)."""
+    m = measured or measured_snapshot(store, config)
+    s = step_snapshots(config, int(m["window"]))
+    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + m["head"] + m["embedding"]
+
+
+def backward_bytes(store, config, measured: dict | None = None) -> float:
+    """The gradients in flight during the backward pass: :data:`BACKWARD_SHARE` of the model's
+    activations of one step plus the head's (ESTIMATED; module docstring of the constant)."""
+    m = measured or measured_snapshot(store, config)
+    s = step_snapshots(config, int(m["window"]))
+    return BACKWARD_SHARE * (s["snapshots"] * m["step"] + m["head"])
+
+
+def frames_bytes(store, config, measured: dict | None = None) -> float:
+    """PiPAD's frames (frames, group_frames), COUNTED where the engine allocates fixed arrays and
+    ESTIMATED for the frame's working set: the reuse cache of Â_t X_t (float32 T x N x F, when
+    ``frame_reuse`` is on: an upper bound, the models that read the state first skip it); a second
+    sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
+    keys (int64 per stored edge); the frame's partitions on the host and their device copy (12 bytes
+    per nnz of the frame's S snapshots, twice); and the frame's stacked aggregations, S snapshots'
+    [N, F] inputs and [N, H] outputs at once (``frame_size`` S, the window when the tuner decides)."""
+    o = config.options
+    n, T = int(store.num_nodes), int(store.num_snapshots)
+    f = int(store.feature_dim())
+    window = int(config.window)
+    S = min(int(o.frame_size or window), window)
+    nnz = _nnz(store)
+    reuse = T * n * f * FLOAT if getattr(o, "frame_reuse", "on") == "on" else 0.0
+    copies = 2.0 * n * f * FLOAT
+    raws = float(np.diff(store.offsets).sum()) * INDEX
+    frame_nnz = float(np.mean(nnz)) * S
+    parts = 2.0 * 12.0 * frame_nnz * math.ceil(T / S)
+    stacked = S * n * (f + int(config.hidden)) * FLOAT
+    return reuse + copies + raws + parts + stacked
+
+
+def sampled_bytes(store, config) -> float:
+    """BGL's sampled strategy: its two cache levels, COUNTED from the options (``cache_l1_mb`` on the
+    training device, ``cache_l2_mb`` in host memory; on a CPU both in the process), each at most the
+    whole feature table (N x F float32: a cache holds no more rows than there are)."""
+    o = config.options
+    f = int(store.feature_dim()) if store.has("features/x") else 0
+    table = float(store.num_nodes) * f * FLOAT
+    levels = [float(getattr(o, key, 0.0) or 0.0) * 2**20 for key in ("cache_l1_mb", "cache_l2_mb")]
+    return float(sum(min(level, table) for level in levels))
+
+
+def event_bytes(store, config) -> dict[str, float]:
+    """The event models' data, COUNTED from the arrays their strategy builds (its ``prepare`` and
+    ``setup`` in this process): the event stream and its edge features, the task's arrays, the two
+    temporal-neighbour samplers, the node memory and mailbox (N x dims), the model; and one
+    training batch's activations MEASURED under the saved-tensor hooks (the batch's loss inputs and
+    sampled neighbourhoods included). Returns {"data", "memory", "activations"}."""
+    from dynagnn.distributed.comm import Comm
+    from dynagnn.distributed.context import DistContext
+    from dynagnn.timing import PhaseTimer
+
+    strategy = config.strategy_cls(config)
+    ctx = DistContext.single("cpu")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        run = strategy.prepare(store, ctx, Comm(ctx), PhaseTimer("cpu"))
+        strategy.setup(run)
+    try:
+        memory = sum(t.numel() * t.element_size() for t in strategy.memory.state().values())
+        data = _array_bytes(run.task) + _array_bytes(strategy.train_sampler) + _array_bytes(strategy.full_sampler)
+        data += 0 if run.features is None else float(np.asarray(run.features).nbytes) * 2
+        strategy.start_epoch(0)
+        unit = run.task.split.train[len(run.task.split.train) // 2]
+        batch = strategy._prepare((unit, 0))
+        params = tuple(run.model.parameters()) + tuple(run.head.parameters())
+        mem_tensors = tuple(strategy.memory.state().values())
+        acts, _ = saved_bytes(lambda: strategy._run(batch), params + mem_tensors)
+        acts += _array_bytes(batch)
+    finally:
+        strategy.close()
+    return {"data": float(data), "memory": float(memory), "activations": float(acts)}
+
+
+def _array_bytes(obj, depth: int = 2) -> float:
+    """The bytes of the numpy arrays and tensors among ``obj``'s attributes (and theirs, ``depth``
+    levels down; each buffer once)."""
+    seen: set[int] = set()
+
+    def walk(o, d):
+        total = 0.0
+        values = list(vars(o).values()) if hasattr(o, "__dict__") else []
+        if hasattr(o, "__slots__"):
+            values += [getattr(o, s, None) for s in o.__slots__]
+        for v in values:
+            if isinstance(v, np.ndarray):
+                base = v if v.base is None else v.base
+                if id(base) not in seen and isinstance(base, np.ndarray):
+                    seen.add(id(base))
+                    total += base.nbytes
+            elif isinstance(v, torch.Tensor) and v.layout == torch.strided:
+                ptr = v.untyped_storage().data_ptr()
+                if ptr not in seen:
+                    seen.add(ptr)
+                    total += v.untyped_storage().nbytes()
+            elif isinstance(v, (list, tuple, dict)):
+                items = v.values() if isinstance(v, dict) else v
+                for x in list(items)[:100000]:
+                    if isinstance(x, np.ndarray) and id(x) not in seen:
+                        seen.add(id(x))
+                        total += x.nbytes
+            elif d > 0 and hasattr(v, "__dict__") and not isinstance(v, (torch.nn.Module, type)):
+                total += walk(v, d - 1)
+        return total
+
+    return walk(obj, depth)
+
+
+def strategy_bytes(store, config, measured: dict | None = None) -> float:
+    """What the strategy adds of its own: :func:`frames_bytes`, :func:`sampled_bytes` (0 otherwise;
+    the event models' terms are :func:`event_bytes`)."""
+    if config.strategy in ("frames", "group_frames"):
+        return frames_bytes(store, config, measured)
+    if "sampled" in config.strategy_cls.models:
+        return sampled_bytes(store, config)
+    return 0.0
+
+
+def load_bytes(store, config) -> float:
+    """The load's transients, kept by the heap: :data:`LOAD_BYTES_PER_EDGE` per stored edge of every
+    snapshot (every snapshot strategy's process loads them all; ESTIMATED)."""
+    if "snapshot" not in config.strategy_cls.models and "stacked" not in config.strategy_cls.models:
+        return 0.0
+    return LOAD_BYTES_PER_EDGE * float(store.offsets[-1])
+
+
+def allocator_bytes(step_live: float) -> float:
+    """What the heap keeps above a step's live peak ``step_live`` (activations + backward):
+    (:data:`ALLOCATOR_SLACK` - 1) x it (ESTIMATED)."""
+    return (ALLOCATOR_SLACK - 1.0) * step_live
+
+
+def memory_terms(store, config) -> dict[str, float]:
+    """Each term of :func:`predict_peak_bytes` in bytes, by name (module docstring), for the largest
+    process of the run."""
+    model, head = _model_and_head(store, config)
+    params = parameter_bytes(store, config, model, head)
+    if "event" in config.strategy_cls.models:
+        ev = event_bytes(store, config)
+        acts = ev["activations"]
+        back = BACKWARD_SHARE * acts
+        return {"data": ev["data"], "task": 0.0, "load": 0.0, "parameters": params, "activations": acts,
+                "backward": back, "allocator": allocator_bytes(acts + back), "strategy": ev["memory"]}
+    m = measured_snapshot(store, config)
+    acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
+    return {"data": data_bytes(store, config), "task": task_bytes(store, config), "load": load_bytes(store, config),
+            "parameters": params, "activations": acts, "backward": back, "allocator": allocator_bytes(acts + back),
+            "strategy": strategy_bytes(store, config, m)}
+
+
+def predict_peak_bytes(store, config) -> float:
+    """The predicted peak bytes above a process's start (after imports, before the trainer is built)
+    of training ``config`` (a candidate's :class:`~dynagnn.train.run_config.TrainConfig`) on
+    ``store`` (an opened :class:`~dynagnn.data.store.SnapshotStore`), for the run's largest process:
+    the sum of :func:`memory_terms`."""
+    return float(sum(memory_terms(store, config).values()))
+
+
+# ---- the measurement ----------------------------------------------------------------------------
+
+def _warm_imports(config, store_path=None) -> None:
+    """Load what a trainer loads once per process and never frees (torch's compiler stack, which a
+    fused Adam imports; the config's schema checker; the store's codecs, by reading its first
+    snapshot; the model's contract check, which runs the model class on a small graph and is cached
+    per class and widths, so the trainer does not repeat it), so the start that the peak is measured
+    above is after it."""
+    import dynagnn.config  # noqa: F401  (jsonschema)
+    from dynagnn.train.engine import Trainer  # noqa: F401
+
+    if store_path is not None:
+        from dynagnn.data.store import open_store
+
+        store = open_store(store_path)
+        store.edges(0)
+        strategy = config.strategy_cls(config)
+        if "snapshot" in strategy.models or "stacked" in strategy.models:
+            from dynagnn.models.contract import check_contract
+
+            in_dim = strategy.input_dim(store)
+            check_contract(strategy.model_class(config.model), config.model, in_dim, config.hidden)
+
+    w = torch.nn.Parameter(torch.zeros(4))
+    opt = torch.optim.Adam([w], lr=0.01, fused=True)
+    w.grad = torch.ones(4)
+    opt.step()
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+
+
+def _measure_here(ctx, store_path, config, steps: int) -> float:
+    """One process's measurement (the spawned child's, or a job's rank): the peak above its start."""
+    from dynagnn.distributed.comm import Comm
+    from dynagnn.timing import current_rss_bytes
+    from dynagnn.train.engine import Trainer
+    from dynagnn.train.trials import _picks
+
+    _warm_imports(config, store_path)
+    gpu = config.device.startswith("cuda")
+    if gpu:
+        torch.cuda.init()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    else:
+        # ru_maxrss cannot be reset: a run whose peak stays below the imports' own transient peak
+        # reads as that (a few MiB in a fresh process; the warm-up above allocates little)
+        before = current_rss_bytes()
+    tr = Trainer(store_path, config, progress=False, ctx=ctx, comm=Comm(ctx) if ctx is not None else None,
+                 checked=ctx is not None)
+    try:
+        tr.model.train()
+        tr.head.train()
+        tr.run.epoch = 0
+        tr.strategy.start_epoch(0)
+        all_steps = tr.step_ends()
+        for i in _picks(len(all_steps), steps):
+            tr.optimizer.zero_grad(set_to_none=True)
+            tr.strategy.train_step(all_steps[i])
+            tr.optimizer.step()
+        if gpu:
+            torch.cuda.synchronize()
+            return float(max(torch.cuda.max_memory_allocated() - before, 0))
+        return float(max(_peak_rss() - before, 0))
+    finally:
+        tr.strategy.close()
+
+
+def _child(q, store_path, config, steps: int) -> None:
+    try:
+        if _procs(config) == 1:
+            q.put(("ok", _measure_here(None, store_path, config, steps)))
+        else:
+            from dynagnn.distributed.launch import launch
+
+            peaks = launch(_measure_here, int(config.workers), store_path, config, steps, device=config.device,
+                           threads=config.threads, procs_per_worker=config.strategy_cls.procs_per_worker)
+            q.put(("ok", float(max(peaks))))
+    except BaseException as exc:  # noqa: BLE001 (reported to the parent, which raises)
+        q.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+
+
+class MeasureError(RuntimeError):
+    """The measuring process failed or died."""
+
+
+def measure_peak_bytes(store_path, config, steps: int = 3, timeout: float = 600.0) -> float:
+    """The peak bytes above a process's start of training ``config`` on the store at ``store_path``,
+    measured in a fresh spawned process: its resident memory read after the imports
+    (:func:`_warm_imports`), the trainer built as the chooser's trials build it, ``steps`` training
+    steps (spread over the epoch, each ``train_step`` and the optimiser's step), then the resident
+    set's peak (``ru_maxrss``) less the start; on a GPU the allocator's peak above what was allocated
+    before. A candidate of several processes runs as its own job from the child, and the largest
+    process's peak is returned. A child that fails raises :class:`MeasureError` with its traceback;
+    one that dies (killed, out of memory) raises it with its exit code, never a hang."""
+    mp = multiprocessing.get_context("spawn")
+    q = mp.Queue()
+    p = mp.Process(target=_child, args=(q, str(store_path), config, int(steps)), daemon=False)
+    p.start()
+    try:
+        waited = 0.0
+        while True:
+            try:
+                kind, value = q.get(timeout=0.5)
+                break
+            except queue_mod.Empty:
+                waited += 0.5
+                if not p.is_alive():
+                    try:   # the result may have arrived just as it exited
+                        kind, value = q.get(timeout=0.5)
+                        break
+                    except queue_mod.Empty:
+                        raise MeasureError(f"the measuring process died (exit code {p.exitcode}) before it "
+                                           "reported a peak") from None
+                if waited >= timeout:
+                    raise MeasureError(f"the measuring process reported nothing in {timeout:.0f} s")
+    finally:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if kind != "ok":
+        raise MeasureError(f"the measuring process failed: {value}")
+    return float(value)
+
+
+__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
+           "frames_bytes", "measure_peak_bytes", "measured_snapshot", "memory_terms", "parameter_bytes",
+           "predict_peak_bytes", "saved_bytes", "step_snapshots", "strategy_bytes", "task_bytes"]

@@ -1,0 +1,262 @@
+"""Predicted epoch seconds of the chooser's candidates: what decides which few are timed (issue 30).
+
+A prediction is built from what is measured on this run at start and from closed forms, term by term,
+so that where it ranks candidates wrongly the note can say which term misled it:
+
+- **base**: the epoch of the plain one-process loop of the run's model kind (``sequential`` for a
+  snapshot model, ``events`` for an event model, ``sampled`` for a sampled one), timed on real steps
+  of this run (:func:`dynagnn.train.trials.run_trial`: the same machinery as the trials) at 1 thread
+  and at the cores' count; another thread count is read off Amdahl's law through the two
+  (``E(t) = E(1)·(s + (1 - s)/t)``). This is the profile at start that the group strategy makes for a
+  model with no operator list, taken at the level of whole steps: it includes the head, the loss
+  and the optimiser, which an operator sum leaves out.
+- **aggregation share**: the share of a step spent in the graph aggregations (``Â·H``), measured at
+  start on one snapshot: the model's step (:func:`dynagnn.cost.step_times.model_step_times`) against
+  the sparse products of its GCN layers at the hidden width, forward and backward (about twice the
+  forward's).
+- **data parallelism**: P processes each do E(t)/P of the compute (the split strategies balance their
+  shares: ESDG's snapshots, the vertex partition, BLAD's planned groups).
+- **frames** (PiPAD): a frame of S snapshots aggregates their shared edges once, so the aggregation
+  costs 1/``traffic_speedup(S, OR)`` of what it did (:func:`dynagnn.schedule.tuner.traffic_speedup`,
+  OR: the overlap rate of frames of S consecutive snapshots of this store,
+  :func:`dynagnn.graph.overlap.overlap_rate`); with windows of more than one snapshot the first
+  layer's forward aggregation is reused across the windows that share a snapshot.
+- **checkpointing** (ESDG): b time blocks recompute the window's forward but its last block's:
+  ``+ forward share · (1 - 1/b)``.
+- **communication**: the closed-form volumes of :mod:`dynagnn.analysis.commvolume` (the gradient
+  all-reduce of the parameters every step; the vertex partition's halo rows per layer, forward and
+  backward; ESDG's two redistributions per layer; BLAD's hand-over of a window's state and its
+  gradient between the pair) at the link's latency and bandwidth: the profile stage's
+  :class:`~dynagnn.cost.link.LinkCost` when given, else :data:`DEFAULT_LINK` (this project's 2-core
+  machine, the figures of :mod:`dynagnn.cost.link`).
+
+What no term holds: contention between processes for memory bandwidth and the cores' caches, a
+thread pool's start, and the producer threads of the pipelined feeds. Those are what the trials are
+for: a prediction only orders the candidates, the measured steps decide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dynagnn.cost.link import LinkCost
+
+# the channel and gloo all-reduce of this project's 2-core machine (cost/link.py's docstring): 0.05 ms
+# for a few bytes and 0.10 ms for 1.25 MiB through the pair's channel; 0.09 to 0.44 ms for an all-reduce
+DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
+# what a step of several processes pays beyond its collectives' bytes: the ranks waiting for the
+# slowest, gloo's rendezvous of each collective, the loss and metrics gathered; 4 ms per step on this
+# 2-core machine, read off the trials of group (1x2) and vertex (2x1) against sequential on tiny steps
+STEP_SYNC_SECONDS = 4e-3
+PLAIN = {"snapshot": "sequential", "event": "events", "sampled": "sampled"}
+SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
+
+
+@dataclass(frozen=True)
+class Base:
+    """What a run's predictions start from (module docstring): the plain loop's epoch seconds by
+    thread count, the epoch's step count, the aggregation and forward shares of a step, the GCN
+    layers, the parameter count, and the store's shape (vertices, the window, the hidden width)."""
+
+    seconds: dict[int, float]
+    steps: int
+    agg_share: float = 0.0
+    fwd_share: float = 0.5
+    layers: int = 1
+    params: int = 0
+    num_nodes: int = 0
+    window: int = 1
+    hidden: int = 32
+    overlap: dict[int, float] | None = None     # frame size -> overlap rate of frames of that size
+    halo_rows: dict[int, float] | None = None   # workers -> halo rows per snapshot of the vertex split
+    memory_dim: int = 0
+    carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
+
+    def epoch(self, threads: int) -> float:
+        """E(t): Amdahl's law through the measured thread counts."""
+        if threads in self.seconds:
+            return self.seconds[threads]
+        lo, hi = min(self.seconds), max(self.seconds)
+        if lo == hi:
+            return self.seconds[lo]
+        ratio = self.seconds[hi] / self.seconds[lo]
+        s = min(1.0, max(0.0, (ratio - lo / hi) / (1 - lo / hi)))   # the serial fraction
+        return self.seconds[lo] * (s + (1 - s) * lo / threads)
+
+
+def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
+    """The predicted epoch seconds of ``candidate`` (an :class:`~dynagnn.train.strategies.auto.Candidate`)
+    from ``base``: compute, then communication (module docstring)."""
+    opts = dict(candidate.options)
+    procs = candidate.processes
+    compute = base.epoch(candidate.threads) / procs
+    frame = int(opts.get("frame_size", 1))
+    if candidate.strategy in ("frames", "group_frames") and frame > 1:
+        from dynagnn.schedule.tuner import traffic_speedup
+
+        overlap = (base.overlap or {}).get(frame, 0.0)
+        saved = base.agg_share * (1 - 1 / float(traffic_speedup(frame, overlap)))
+        if base.window > 1 and not base.carry:   # the first layer's forward aggregation, once per snapshot, not per window
+            saved += base.agg_share / base.layers * base.fwd_share * (1 - 1 / base.window)
+        compute *= max(0.05, 1 - saved)
+    blocks = int(opts.get("checkpoint_blocks", 1))
+    if blocks > 1:
+        compute *= 1 + base.fwd_share * (1 - 1 / blocks)
+    return compute + communication(candidate, base, link)
+
+
+def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
+    """Seconds an epoch of ``candidate`` spends moving data between its processes (module docstring)."""
+    from dynagnn.analysis.commvolume.closed import ring_allreduce_volume, snapshot_redistribution_volume
+
+    procs, workers = candidate.processes, candidate.workers
+    if procs == 1:
+        return 0.0
+    # the ring all-reduce moves 2(P-1)/P of the buffer per process; the link was fitted at P = 2
+    grads = ring_allreduce_volume(base.params, procs).bytes / procs
+    per_step = STEP_SYNC_SECONDS + float(link.seconds("allreduce", grads))
+    row = base.hidden * 4
+    if candidate.strategy == "vertex" and workers > 1:
+        halo = (base.halo_rows or {}).get(workers, 0.0) * row
+        per_step += base.window * 2 * base.layers * float(link.seconds("allreduce", halo))
+    elif candidate.strategy == "snapshot" and workers > 1:
+        moved = snapshot_redistribution_volume(max(base.window, workers), base.num_nodes, workers, base.hidden).bytes
+        per_step += 2 * 2 * base.layers * float(link.seconds("allreduce", moved / workers))
+    elif candidate.strategy in ("group", "group_frames"):
+        per_step += 2 * float(link.seconds("handover", base.num_nodes * row))   # the state, then its gradient
+    elif candidate.strategy == "tgnn" and workers > 1:
+        per_step += 2 * float(link.seconds("allreduce", base.num_nodes * base.memory_dim * 4 / workers))
+    return per_step * base.steps
+
+
+def _carried(config) -> dict:
+    from dynagnn.train.strategies.auto import carried
+
+    return carried(config) if config.strategy == "auto" else {}
+
+
+def _carried_snapshots(config, store) -> int | None:
+    """The training sequence's snapshots where ``config`` (a window strategy's) carries the state
+    through it (PyG Temporal's loop: a step is the whole sequence), else None."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):   # the task draws its negatives' generator from the seed only
+        _, split, sequence, _ = config.strategy_cls(config).make_task(store)
+    return len(split.train) if sequence == "carry" else None
+
+
+def measure_base(store_path, store, config, model, cores: int, steps: int = 3, rounds: int = 2) -> Base:
+    """The :class:`Base` of a run (module docstring): its plain loop timed at 1 and ``cores`` threads,
+    the aggregation share, the overlap rates of frames and the vertex split's halo of a sample of
+    snapshots. ``model``: the run's model, built (its parameters and GCN layers are counted)."""
+    from dynagnn.models import model_kind
+    from dynagnn.train.trials import candidate_config, run_trial
+
+    from dynagnn.schedule.tuner import interleaved, trial_seconds
+
+    kind = model_kind(config.model)
+    plain = PLAIN[kind]
+    carried = _carried(config)
+    configs = {t: candidate_config(config, plain, 1, t, carried) for t in sorted({1, max(1, int(cores))})}
+    # interleaved over the thread counts, the first round a warm-up, the per-step medians summed (the tuner's)
+    trials = interleaved(list(configs), lambda t: run_trial(store_path, configs[t], steps=steps), rounds)
+    seconds = {t: trial_seconds([x.step_seconds for x in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
+               for t, got in trials.items()}
+    steps_per_epoch = next(iter(trials.values()))[0].steps_per_epoch
+    params = sum(p.numel() for p in model.parameters())
+    base = dict(seconds=seconds, steps=steps_per_epoch, params=params, num_nodes=int(store.num_nodes),
+                window=int(config.window), hidden=int(config.hidden),
+                memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0))
+    sequence = _carried_snapshots(configs[1], store) if kind == "snapshot" else None
+    if sequence is not None:
+        base.update(window=sequence, carry=True)
+    if kind == "snapshot":
+        base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
+    return Base(**base)
+
+
+def _sample(store) -> list[int]:
+    T = store.num_snapshots
+    return sorted({int(round(i * (T - 1) / max(SAMPLE_SNAPSHOTS - 1, 1))) for i in range(min(T, SAMPLE_SNAPSHOTS))})
+
+
+def _snapshot_terms(store, config, model, cores: int) -> dict:
+    """A snapshot model's aggregation and forward shares, its GCN layers, the overlap rate of frames
+    of each size and the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
+    from dynagnn.analysis.commvolume.closed import vertex_volume_hash
+    from dynagnn.cost.step_times import model_step_times
+    from dynagnn.graph.overlap import overlap_rate, split_frame
+    from dynagnn.models import find_gcn_layers
+    from dynagnn.train.strategies.auto import FRAME_SIZES
+
+    sample = _sample(store)
+    edges = [store.edges(t) for t in sample]
+    layers = max(1, len(find_gcn_layers(model)))
+    out: dict = {"layers": layers}
+    try:
+        fwd, bwd = model_step_times(store, config.model, config.hidden, threads=cores, repeats=2,
+                                    device=config.device, snapshots=sample[-1:])
+        step = float(np.nansum(fwd) + np.nansum(bwd))
+        agg = _spmm_seconds(edges[-1], store.num_nodes, config.hidden, cores, config.device)
+        out["agg_share"] = min(0.9, 2 * layers * agg / step) if step > 0 else 0.0
+        out["fwd_share"] = float(np.nansum(fwd)) / step if step > 0 else 0.5
+    except (TypeError, AttributeError, NotImplementedError):   # a model with no per-snapshot step to time
+        pass
+    out["overlap"] = {}
+    for size in FRAME_SIZES:
+        if size > store.num_snapshots:
+            break
+        starts = sorted({int(round(i * (store.num_snapshots - size) / 2)) for i in range(3)})
+        rates = [overlap_rate(split_frame(store.window_edges(a, a + size), store.num_nodes)) for a in starts]
+        out["overlap"][size] = float(np.mean(rates))
+    out["halo_rows"] = {}
+    for w in range(2, cores + 1):
+        if w <= store.num_nodes:
+            vol = vertex_volume_hash([(r, c) for r, c, _ in edges], store.num_nodes, w)
+            out["halo_rows"][w] = vol.units / len(edges)
+    return out
+
+
+def _spmm_seconds(edges, num_nodes: int, width: int, threads: int, device: str, repeats: int = 3) -> float:
+    """Median seconds of one normalised sparse product ``Â·H`` of a snapshot at ``width``."""
+    import statistics
+    import time
+
+    from dynagnn.graph import csr
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        dev = torch.device(device)
+        sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+        adj = csr.normalize(*edges, num_nodes).to(dev)
+        h = torch.ones(num_nodes, width, device=dev)
+        got = []
+        for _ in range(repeats + 1):
+            sync()
+            t0 = time.perf_counter()
+            csr.aggregate(adj, h)
+            sync()
+            got.append(time.perf_counter() - t0)
+        return statistics.median(got[1:])
+    finally:
+        torch.set_num_threads(before)
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation of two equal-length sequences (average ranks for ties); NaN when
+    either is constant or shorter than 2."""
+    from scipy.stats import rankdata
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan
+    ra, rb = rankdata(a), rankdata(b)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "communication", "measure_base", "predict", "spearman"]

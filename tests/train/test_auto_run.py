@@ -1,0 +1,170 @@
+"""An auto run (issue 30): resolved before training into the candidate the trials chose, trained from the
+same initial weights as a run that names that candidate, its choice in auto.json and metrics.parquet;
+the predictions' terms against their formulas; the bad inputs refused in one line with nothing written."""
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from dynagnn import api
+from dynagnn.errors import ConfigError
+from dynagnn.train.predict import Base, STEP_SYNC_SECONDS, communication, predict, spearman
+from dynagnn.train.run_config import TrainConfig
+from dynagnn.train.strategies.auto import Candidate, parse_budget, pick_trials
+
+from .conftest import small_store
+
+TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return small_store(tmp_path_factory.mktemp("auto") / "link.zarr", num_snapshots=12)
+
+
+def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="dynagnn")
+    auto = TrainConfig.of(strategy="auto", **TINY)
+    metrics, _ = api.train(store, tmp_path / "auto", auto, progress=False)
+    doc = json.loads((tmp_path / "auto" / "auto.json").read_text())
+    row = next(r for r in doc["candidates"] if r["chosen"])
+    assert set(metrics["auto_choice"]) == {doc["chosen"]} == {row["label"]}
+    assert any(m.startswith("auto: " + doc["chosen"]) for m in caplog.messages)
+    # the run that names the chosen candidate: the same losses and metrics, epoch by epoch
+    named = TrainConfig.of(strategy=row["strategy"], workers=row["workers"], threads=row["threads"], **row["options"], **TINY)
+    direct, _ = api.train(store, tmp_path / "named", named, progress=False)
+    cols = ["loss"] + [c for c in direct.columns if c.startswith(("val_", "test_"))]
+    pd.testing.assert_frame_equal(metrics[cols], direct[cols])
+    # every candidate is in the report, the ones that cannot run with their reason; the timed ones measured
+    assert all(r["reason"] for r in doc["candidates"] if not r["chosen"])
+    timed = [r for r in doc["candidates"] if r["trial_seconds"] is not None]
+    assert len(timed) >= 2 and all(r["predicted_seconds"] > 0 and r["predicted_peak_bytes"] > 0 for r in timed)
+    assert row["trial_seconds"] == min(r["trial_seconds"] for r in timed) or "ties" in " ".join(r["reason"] for r in timed if not r["chosen"])
+    # the run again into its out-dir is the same run (strategy auto, same options): no --overwrite needed
+    api.train(store, tmp_path / "auto", auto, progress=False)
+    # --resume trains what auto.json chose, without trials
+    doc = json.loads((tmp_path / "auto" / "auto.json").read_text())   # the second run's choice (timed anew)
+    again = api.choose_strategy(store, tmp_path / "auto", auto, tmp_path, resume=tmp_path / "auto" / "model.pt")
+    assert again.label == doc["chosen"] and again.config.strategy == doc["chosen"].split()[0]
+
+
+def test_the_engine_refuses_an_unresolved_auto(store, tmp_path):
+    from dynagnn.train.engine import train
+
+    with pytest.raises(ConfigError, match="resolved before training"):
+        train(store, tmp_path / "x", TrainConfig.of(strategy="auto", **TINY))
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("budget, words", [
+    (0, "memory_budget 0: a budget must be more than 0 bytes"),
+    ("0MiB", "memory_budget '0MiB': a budget must be more than 0 bytes"),
+    ("lots", "memory_budget 'lots': expected bytes or a size such as 512MiB or 4GB"),
+    ("12 parsecs", "memory_budget '12 parsecs': expected bytes or a size such as 512MiB or 4GB"),
+])
+def test_a_bad_budget_is_one_line_and_nothing_is_written(store, tmp_path, budget, words):
+    with pytest.raises(ConfigError) as e:
+        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", memory_budget=budget, **TINY))
+    assert str(e.value) == words and not (tmp_path / "run").exists()
+
+
+def test_sizes():
+    assert parse_budget("512MiB") == 512 * 2**20 and parse_budget("4GB") == 4e9 and parse_budget(1000) == 1000
+    assert parse_budget("1.5g") == 1.5 * 2**30 and parse_budget(None) is None
+
+
+def test_a_budget_no_candidate_fits_names_the_smallest(store, tmp_path):
+    with pytest.raises(ConfigError) as e:
+        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", memory_budget=1024, **TINY))
+    msg = str(e.value)
+    assert msg.startswith("memory budget 0.0 MiB (--memory-budget) fits no candidate; the smallest, ") and \
+        msg.endswith("give at least that (--memory-budget)") and "\n" not in msg
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_option_of_one_family_with_auto_names_the_family():
+    with pytest.raises(ConfigError) as e:
+        TrainConfig.from_dict({"strategy": "auto", "frame_size": 4}, "--options")
+    assert str(e.value) == ("--options frame_size: an option of frames, group_frames only; auto chooses the strategy "
+                            "and its options itself: name one of those strategies to set it")
+
+
+def test_workers_and_threads_are_auto_s_to_choose(store, tmp_path):
+    with pytest.raises(ConfigError, match="workers 2 with --strategy auto: auto chooses the workers"):
+        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", workers=2, **TINY))
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_store_too_small_for_several_processes_trains_on_one(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="dynagnn")
+    # windows of one snapshot: too short for BLAD's groups and ESDG's split; EvolveGCN-H's weights evolve
+    # from every vertex, so the vertex split cannot serve it either
+    tiny = small_store(tmp_path / "tiny.zarr", num_snapshots=6)
+    cfg = TrainConfig.of(strategy="auto", model="evolvegcn_h", hidden=4, window=1, epochs=1)
+    metrics, _ = api.train(tiny, tmp_path / "run", cfg, progress=False)
+    doc = json.loads((tmp_path / "run" / "auto.json").read_text())
+    chosen = next(r for r in doc["candidates"] if r["chosen"])
+    assert chosen["workers"] * chosen["processes_per_worker"] == 1
+    assert all(r["reason"] for r in doc["candidates"] if r["workers"] * r["processes_per_worker"] > 1)
+    assert any("no candidate of several processes can train this run" in m for m in caplog.messages)
+
+
+# ------------------------------------------------------------------------------------------ the predictions
+
+BASE = Base(seconds={1: 2.0, 2: 1.2}, steps=10, agg_share=0.4, fwd_share=0.5, layers=2, params=1000,
+            num_nodes=100, window=4, hidden=8, overlap={2: 0.5, 4: 0.25}, halo_rows={2: 30.0})
+
+
+def test_amdahl_through_the_measured_thread_counts():
+    # 1.2 / 2.0 = s + (1 - s) / 2  ->  s = 0.2; at 4 threads 2.0 * (0.2 + 0.8 / 4) = 0.8
+    assert BASE.epoch(1) == 2.0 and BASE.epoch(2) == 1.2 and BASE.epoch(4) == pytest.approx(0.8)
+
+
+def test_the_terms_of_a_prediction():
+    seq = Candidate("sequential", threads=2)
+    assert predict(seq, BASE) == 1.2 and communication(seq, BASE) == 0.0
+    ck = Candidate("sequential", threads=2, options=(("checkpoint_blocks", 4),))
+    assert predict(ck, BASE) == pytest.approx(1.2 * (1 + 0.5 * 0.75))
+    fr = Candidate("frames", threads=2, options=(("frame_size", 2),))
+    speedup = 2 / (0.5 + 0.5 * 2)                                   # PiPAD's traffic speedup at OR 0.5
+    saved = 0.4 * (1 - 1 / speedup) + 0.4 / 2 * 0.5 * (1 - 1 / 4)   # the overlap, then the first layer's reuse
+    assert predict(fr, BASE) == pytest.approx(1.2 * (1 - saved))
+    vx = Candidate("vertex", workers=2, threads=1)
+    grads = 2 * 1 * 1000 * 4 / 2                                     # the ring all-reduce's bytes per process
+    step = STEP_SYNC_SECONDS + 9e-5 + 2.7e-10 * grads + 4 * 2 * 2 * (9e-5 + 2.7e-10 * 30 * 8 * 4)
+    assert communication(vx, BASE) == pytest.approx(10 * step)
+    assert predict(vx, BASE) == pytest.approx(2.0 / 2 + 10 * step)
+
+
+def test_spearman_against_scipy():
+    a, b = [0.3, 0.1, 0.2, 0.5, 0.4], [3.0, 1.0, 2.5, 2.0, 4.0]
+    assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
+    assert np.isnan(spearman([1.0], [2.0])) and np.isnan(spearman([1.0, 1.0], [1.0, 2.0]))
+
+
+def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share():
+    seq = Candidate("sequential", threads=2)
+    fr = Candidate("frames", threads=2, options=(("frame_size", 2),))
+    grp = Candidate("group", workers=1, procs=2, threads=1)
+    vx = Candidate("vertex", workers=2, threads=1)
+    predicted = {seq: 1.0, fr: 0.8, grp: 0.5, vx: 0.9}
+    # a share too small for a process's start: the plain loop and the cheapest other one
+    assert pick_trials(predicted, 0.1, steps_per_epoch=10) == [seq, fr]
+    # room for everything: the plain loop first, then in predicted order
+    assert pick_trials(predicted, 1000.0, steps_per_epoch=10) == [seq, grp, fr, vx]
+
+
+def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot_take(store):
+    from dynagnn.data.store import open_store
+    from dynagnn.train.strategies.auto import _plain_model, candidates, run_refusal
+
+    cfg = TrainConfig.of(strategy="auto", sequence="carry", **TINY)
+    s = open_store(store)
+    cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, _plain_model(s, cfg)))
+    reasons = {c.label(): c.reason for c in cands}
+    assert reasons["sequential 1x1x2t"] is None and reasons["frames 1x1x2t (frame_size=2)"] is None
+    assert "checkpoint_blocks" in reasons["sequential 1x1x2t (checkpoint_blocks=2)"]   # the strategy's own check

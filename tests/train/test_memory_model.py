@@ -1,0 +1,100 @@
+"""The memory model (issue 30): predicted peaks against peaks measured in a fresh process, and the
+activation term's scaling against independent counts."""
+
+import math
+
+import pytest
+import torch
+
+from dynagnn.data.store import open_store
+from dynagnn.train.memory_model import (MeasureError, activation_bytes, measure_peak_bytes, measured_snapshot,
+                                        memory_terms, predict_peak_bytes, saved_bytes, step_snapshots)
+from dynagnn.train.run_config import TrainConfig
+
+from .conftest import small_store
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    """Big enough that data and activations dominate the resident set's noise (tens of MiB)."""
+    return small_store(tmp_path_factory.mktemp("memory") / "big.zarr", num_nodes=2000, num_edges=20000,
+                       num_snapshots=8, dim=32)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return small_store(tmp_path_factory.mktemp("memory") / "small.zarr", num_nodes=300, num_edges=1500,
+                       num_snapshots=8, dim=8)
+
+
+def cfg(**kw):
+    return TrainConfig.of(**{"model": "tgcn", "hidden": 64, "window": 4, "threads": 1, **kw})
+
+
+@pytest.mark.parametrize("keys", [{}, {"model": "wdgcn"}], ids=["tgcn-sequential", "wdgcn-sequential"])
+def test_the_prediction_is_within_a_quarter_of_the_measured_peak(big_store, keys):
+    config = cfg(**keys)
+    predicted = predict_peak_bytes(open_store(big_store), config)
+    measured = measure_peak_bytes(big_store, config, steps=3)
+    assert measured > 20 * 2 ** 20   # tens of MiB: above the noise
+    assert abs(predicted - measured) <= 0.25 * measured, (predicted / 2 ** 20, measured / 2 ** 20)
+
+
+def test_saved_bytes_counts_distinct_storages_and_leaves_out_the_excluded():
+    x = torch.randn(1000, 64, requires_grad=True)
+    w = torch.randn(64, 64, requires_grad=True)
+    # sigmoid saves its output; the matmul saves both operands (x and w excluded)
+    n, _ = saved_bytes(lambda: torch.sigmoid(x @ w), exclude=(x, w))
+    assert n == 1000 * 64 * 4
+    both, _ = saved_bytes(lambda: x * x)   # x saved twice: one storage
+    assert both == 1000 * 64 * 4
+    nothing, _ = saved_bytes(lambda: torch.sigmoid(x.detach()))
+    assert nothing == 0
+
+
+def test_checkpoint_blocks_keep_one_block_and_the_boundaries(store):
+    plain, blocked = cfg(), cfg(checkpoint_blocks=2)
+    st = open_store(store)
+    m = measured_snapshot(st, plain)
+    assert m["step"] > 0 and m["state"] == 300 * 64 * 4   # T-GCN's state: one hidden row per node
+    assert step_snapshots(plain, 4) == {"snapshots": 4.0, "boundaries": 0.0}
+    assert step_snapshots(blocked, 4) == {"snapshots": 2.0, "boundaries": 2.0}
+    assert step_snapshots(cfg(checkpoint_blocks=3), 4) == {"snapshots": 2.0, "boundaries": 3.0}
+    a1, a2 = activation_bytes(st, plain, m), activation_bytes(st, blocked, m)
+    assert a1 - a2 == pytest.approx(2 * m["step"] - 2 * m["state"])
+    assert a2 < a1
+    # the vertex strategy divides the model's activations among its workers, not the head's
+    v = activation_bytes(st, cfg(strategy="vertex", workers=2), m)
+    assert v == pytest.approx(2 * m["step"] + m["head"] + m["embedding"])
+
+
+def test_a_window_saves_what_its_snapshots_save(store):
+    """Independent of the scaling: the saved bytes of a real window of 4 steps through the model (the
+    representative snapshot each time) against 4 x the one measured step."""
+    from dynagnn.train.checkpoint import run_blocks
+    from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
+
+    config = cfg()
+    st = open_store(store)
+    m = measured_snapshot(st, config)
+    t = m["t"]
+    strategy = config.strategy_cls(config)
+    model = strategy.build_model(st.feature_dim())
+    feats = st.require_features()
+    feeder = SnapshotFeeder([host_snapshot(*st.edges(t), st.num_nodes)], feats, st.num_nodes)
+    adj, x = feeder.get(0)
+    state = model.initial_state(st.num_nodes, torch.device("cpu"))
+    window, _ = saved_bytes(lambda: run_blocks(lambda _t, s: model.step(adj, x, s), [0] * 4, state),
+                            tuple(model.parameters()) + (adj.matrix, x))
+    assert math.isclose(window, 4 * m["step"], rel_tol=0.15), (window, 4 * m["step"])
+
+
+def test_every_term_is_named_and_non_negative(store):
+    terms = memory_terms(open_store(store), cfg(strategy="frames", frame_size=2))
+    assert set(terms) == {"data", "task", "load", "parameters", "activations", "backward", "allocator", "strategy"}
+    assert all(v >= 0 for v in terms.values()) and terms["strategy"] > 0
+
+
+def test_a_failing_measurement_is_an_error_not_a_hang(store):
+    with pytest.raises(MeasureError, match="failed"):
+        measure_peak_bytes(str(store) + "-missing", cfg(), steps=1, timeout=120)
