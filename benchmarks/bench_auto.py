@@ -202,10 +202,9 @@ def checkpoint_budget(path: Path, config) -> float | None:
 
     store = open_store(path)
     kind = model_kind(config.model)
-    model = auto._plain_model(store, config)
-    base = auto.run_refusal(store, config, model) if kind == "snapshot" else auto._strategy_refusal(store, config, model)
+    model = auto.plain_model(store, config)
     cands = auto.candidates(kind, cores=int(config.options.cores), device=config.device, window=int(config.window),
-                            refusal=auto._carried_refusal(config, base))
+                            refusal=auto.run_refusal(store, config, model))
     peak = {c: float(predict_peak_bytes(store, auto.chosen_config(config, c))) for c in cands if c.reason is None}
     plain = [p for c, p in peak.items() if "checkpoint_blocks" not in dict(c.options)]
     ckpt = [p for c, p in peak.items() if "checkpoint_blocks" in dict(c.options)]
@@ -248,7 +247,7 @@ def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
         cfg = chosen_config(config, c)
         if not cfg.strategy_cls.needs_plan:
             return cfg
-        key = (c.workers, c.threads)
+        key = c.workers   # with_plan's file is plan-<workers>.json
         if key in plans:
             cfg.options = dataclasses.replace(cfg.options, plan=plans[key])
             return cfg

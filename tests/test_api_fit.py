@@ -31,6 +31,9 @@ from tests.models.plugin_cells import GRUCell
 from tests.train.conftest import small_store
 
 TINY = {"epochs": 2, "hidden": 8, "window": 2}
+# the tests that compare two runs' numbers name the strategy: auto (fit's default) times its candidates, and
+# two runs may choose differently (another strategy or thread count: other rounding)
+SEQ = {"strategy": "sequential"}
 TIME_COLUMNS = ("train_seconds",)   # and every *_seconds, *_s column (the frames tuner's tuning_s)
 CELL = "tests.models.plugin_cells:GRUCell"
 
@@ -82,14 +85,15 @@ def test_the_model_and_head_are_model_pt(store, tmp_path):
 def test_fit_without_out_leaves_no_folder(store):
     result = dynagnn.fit(dynagnn.open_store(store), epochs=1, hidden=8, window=2)   # an opened store too
     assert result.out is None and len(result.metrics) == 1 and result.model is not None
+    assert result.metrics["auto_choice"].notna().all()   # the default strategy: the chooser's run
     assert 0.0 <= result.best["test_auc"] <= 1.0
 
 
 def test_a_class_and_its_import_path_train_alike(store):
-    by_class = dynagnn.fit(store, model=GRUCell, **TINY)
-    by_path = dynagnn.fit(store, model=CELL, **TINY)
+    by_class = dynagnn.fit(store, model=GRUCell, **TINY, **SEQ)
+    by_path = dynagnn.fit(store, model=CELL, **TINY, **SEQ)
     copy = type("CopiedGRU", (GRUCell,), {})   # the same cell defined elsewhere: the same numbers
-    by_copy = dynagnn.fit(store, model=copy, **TINY)
+    by_copy = dynagnn.fit(store, model=copy, **TINY, **SEQ)
     assert by_class.config.model == by_path.config.model == CELL
     assert by_copy.config.model == f"{__name__}:CopiedGRU"
     same_metrics(by_class.metrics, by_path.metrics)
@@ -97,7 +101,9 @@ def test_a_class_and_its_import_path_train_alike(store):
     assert isinstance(by_class.model, GRUCell)
 
 
-def test_fit_leaves_the_callers_generators_and_threads_as_they_were(store):
+# sequential sets the thread count it is given; auto (the default) times candidates of other thread counts first
+@pytest.mark.parametrize("keys", [{"strategy": "sequential", "threads": 1}, {}], ids=["sequential", "auto"])
+def test_fit_leaves_the_callers_generators_and_threads_as_they_were(store, keys):
     """The contract check of a class and the run seed torch's and numpy's global generators and set
     torch's thread count: fit puts them back."""
     threads = torch.get_num_threads()
@@ -107,7 +113,7 @@ def test_fit_leaves_the_callers_generators_and_threads_as_they_were(store):
         np.random.seed(4321)
         torch.rand(5), np.random.rand(7)   # somewhere along the streams, not at a seed
         torch_before, numpy_before = torch.get_rng_state(), np.random.get_state()
-        dynagnn.fit(store, model=GRUCell, epochs=1, hidden=8, window=2, seed=7, threads=1)
+        dynagnn.fit(store, model=GRUCell, epochs=1, hidden=8, window=2, seed=7, **keys)
         assert torch.get_num_threads() == 3
         assert torch.equal(torch.get_rng_state(), torch_before)
         numpy_after = np.random.get_state()
@@ -127,8 +133,8 @@ def test_a_redefined_class_replaces_the_older(store):
     """A notebook's cell run again defines a new class of the same name: it trains, not a name clash."""
     first = type("NotebookGRU", (GRUCell,), {"__module__": "__main__"})
     second = type("NotebookGRU", (GRUCell,), {"__module__": "__main__"})
-    dynagnn.fit(store, model=first, epochs=1, hidden=8, window=2)
-    result = dynagnn.fit(store, model=second, epochs=1, hidden=8, window=2)
+    dynagnn.fit(store, model=first, epochs=1, hidden=8, window=2, **SEQ)   # __main__ classes: one process
+    result = dynagnn.fit(store, model=second, epochs=1, hidden=8, window=2, **SEQ)
     assert result.config.model == "__main__:NotebookGRU" and type(result.model) is second
 
 
@@ -266,10 +272,10 @@ def test_dynamic_signal_round_trip_and_fit(tmp_path):
         np.testing.assert_array_equal(store.features(k), features[k])
         np.testing.assert_array_equal(store.labels(k), targets[k])
     assert store.num_snapshots == signal.snapshot_count
-    result = dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5)   # integer targets: node classification
-    assert {"test_accuracy", "test_macro_f1"} <= set(result.metrics.columns)   # classified, as auto should
+    result = dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5, **SEQ)   # integer targets: node classification
+    assert {"test_accuracy", "test_macro_f1"} <= set(result.metrics.columns)   # classified, as task auto should
     assert result.metrics["loss"].notna().all() and len(result.metrics) == 2
-    same_metrics(result.metrics, dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5).metrics)
+    same_metrics(result.metrics, dynagnn.fit(path, epochs=2, hidden=8, window=2, seed=5, **SEQ).metrics)
 
 
 def test_dynamic_graph_static_signal_round_trip(tmp_path):
@@ -303,6 +309,10 @@ def test_fit_refuses_bad_keys_in_one_line(store):
     assert "fit: unknown key 'epochz' (did you mean 'epochs'?)" in one_line(e)
     with pytest.raises(ConfigError) as e:
         dynagnn.fit(store, frame_size=2)
+    assert one_line(e) == ("fit.frame_size: an option of frames, group_frames only; auto chooses the strategy and "
+                           "its options itself: name one of those strategies to set it")   # the default, auto
+    with pytest.raises(ConfigError) as e:
+        dynagnn.fit(store, strategy="sequential", frame_size=2)
     assert one_line(e) == "fit.frame_size: an option of frames, group_frames; this run trains sequential"
     with pytest.raises(ConfigError) as e:
         dynagnn.fit(store, model=42)

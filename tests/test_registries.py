@@ -59,6 +59,9 @@ def test_schema_train_section_is_trainconfig_and_the_strategies_options():
     want = set(fields) | set(options)
     assert set(props) == want, (f"only in the schema's train section: {sorted(set(props) - want)}; "
                                 f"only in TrainConfig or an Options: {sorted(want - set(props))}")
+    from dynagnn.train.run_config import DEFAULT_STRATEGY
+
+    fields["strategy"] = DEFAULT_STRATEGY   # a config's run that names none: the chooser (TrainConfig's is a program's)
     for name, default in fields.items():
         assert props[name].get("default") == default, f"train.{name}: schema default {props[name].get('default')!r}, " \
                                                       f"TrainConfig's {default!r}"

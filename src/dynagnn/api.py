@@ -306,7 +306,8 @@ class FitResult:
             (None for EdgeBank, which trains nothing).
         head (torch.nn.Module): the task's head (link scorer, classifier or regressor), likewise.
         out (pathlib.Path): the run folder, or None when :func:`fit` used a temporary one.
-        config (dynagnn.train.run_config.TrainConfig): the run's configuration, as routed.
+        config (dynagnn.train.run_config.TrainConfig): the run's configuration, as routed; for
+            ``strategy="auto"``, the chosen candidate's (its strategy, workers, threads, options).
     """
 
     metrics: "pd.DataFrame"  # noqa: F821 (pandas is imported by fit, not here: import dynagnn stays light)
@@ -443,39 +444,23 @@ def _fit_config(keys: dict):
 
 
 def _refuse_unimportable(cls: type | None, name: str, config) -> None:
-    """A class that worker processes cannot import, in a run that starts some: ConfigError in one line
-    saying where to define it. Importable means that importing its registered name (``module:QualName``)
-    gives back this same class: a class defined in ``__main__`` (a script or notebook) or inside a
-    function is not, nor is one made with ``type()`` in a module whose names do not lead to it."""
+    """A class that worker processes cannot import (:func:`dynagnn.models.registry.unimportable`), in a
+    run that starts some: ConfigError in one line saying where to define it. (An auto run leaves out
+    the candidates of several processes instead: ``run_refusal``.)"""
     from dynagnn.distributed.launch import under_torchrun
+    from dynagnn.models.registry import unimportable
 
-    if cls is None or name.partition(":")[0] != cls.__module__:
-        return   # a name or import path, or a built-in class under its own name: every process resolves it
+    if cls is None:
+        return
     procs = config.workers * config.strategy_cls.procs_per_worker
     if procs <= 1 or under_torchrun():   # torchrun's processes each run the script
         return
-    if cls.__module__ == "__main__":
-        problem = "is defined in a script or notebook (__main__), which other processes cannot import"
-    elif "<locals>" in cls.__qualname__:
-        problem = "is defined in a function, which other processes cannot import"
-    elif _imported(name) is cls:
+    problem = unimportable(cls, name)
+    if problem is None:
         return
-    else:
-        problem = (f"is registered as {name}, but importing that does not give this class back (a class made with "
-                   "type(), or one replaced after its module ran)")
     raise ConfigError(f"fit: model {cls.__qualname__} {problem}: the {procs} worker processes of this "
                       f"{config.strategy} run each import it; define it in an importable module (cells.py, then "
                       f"model=cells.{cls.__name__} or model='cells:{cls.__name__}')")
-
-
-def _imported(name: str):
-    """What importing ``module:Qual.Name`` gives (what a worker process would get), or None."""
-    from dynagnn.models.registry import import_class
-
-    try:
-        return import_class(name)
-    except ConfigError:
-        return None
 
 
 def _fit_into(store_path: Path, out: Path, config, progress: bool, overwrite: bool, kept: bool):
@@ -485,6 +470,10 @@ def _fit_into(store_path: Path, out: Path, config, progress: bool, overwrite: bo
     result = train(store_path, out, config, progress=progress, overwrite=overwrite)
     if result is None:   # another rank of a torchrun job: rank 0 reports
         return None
+    if config.strategy == "auto" and (out / "auto.json").is_file():   # the model as the chosen strategy built it
+        from dynagnn.train.strategies.auto import previous_choice
+
+        config = previous_choice(out, config).config
     model, head = load_trained(store_path, out / "model.pt", config)
     return FitResult(metrics=pd.read_parquet(out / "metrics.parquet"), timings=pd.read_parquet(out / "timings.parquet"),
                      model=model, head=head, out=out if kept else None, config=config)

@@ -185,7 +185,7 @@ def _check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> 
 
 
 def _strategies_of(section: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    return list(run.get("strategies") or [section.get("strategy", "sequential")])
+    return list(run.get("strategies") or [section.get("strategy", _train_keys().DEFAULT_STRATEGY)])
 
 
 def check_train(cfg: dict[str, Any], given: dict[str, Any] | None = None) -> None:

@@ -39,6 +39,6 @@ def test_bad_checkpoint_refused(capfd, tmp_path, intact, case):  # noqa: F811
     ck = tmp_path / "model.pt"
     make(ck)
     argv = ["train", str(intact), "--out-dir", str(tmp_path / "run"), "--model", "tgcn", "--epochs", "1",
-            "--resume", str(ck)]
+            "--strategy", "sequential", "--resume", str(ck)]   # auto would refuse first: no auto.json to resume
     line = assert_refused(capfd, argv, tmp_path, message)
     assert line.startswith(f"dynagnn train: error: {ck}: ")

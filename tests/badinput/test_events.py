@@ -47,7 +47,7 @@ def test_snapshot_checkpoint_into_an_event_model(tmp_path, capfd):
 
     store = event_store(tmp_path / "ev.zarr")
     assert main(["-q", "train", str(store), "--out-dir", str(tmp_path / "snap"), "--model", "tgcn", "--epochs", "1",
-                 "--window", "2", "--threads", "1"]) in (0, None)
+                 "--window", "2", "--threads", "1", "--strategy", "sequential"]) in (0, None)
     assert_refused(capfd, train(store, tmp_path / "out", "--resume", str(tmp_path / "snap" / "model.pt")), tmp_path,
                    r"checkpoint of model 'tgcn'.*this run is 'tgn'")
 
@@ -60,5 +60,6 @@ def test_a_snapshot_model_with_the_events_strategy(tmp_path, capfd):
 
 def test_an_event_model_with_a_snapshot_strategy(tmp_path, capfd):
     store = event_store(tmp_path / "ev.zarr")
-    argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "jodie"]
+    argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "jodie", "--strategy",
+            "sequential"]
     assert_refused(capfd, argv, tmp_path, r"'jodie' is an event model.*--strategy events")

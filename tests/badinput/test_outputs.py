@@ -37,7 +37,9 @@ from .common import assert_refused, dead_pid, snapshot
 
 SPEC = json.dumps({"format": "synthetic", "generator": "blad", "features": {"kind": "degree", "dim": 4},
                    "params": {"num_nodes": 30, "num_edges": 100, "num_snapshots": 6, "seed": 1}})
-FAST = ["--epochs", "1", "--window", "2", "--hidden", "4", "--threads", "1"]
+# sequential named (auto, the default, times candidates first and chooses the threads itself); a later
+# --strategy in a test's argv wins
+FAST = ["--epochs", "1", "--window", "2", "--hidden", "4", "--threads", "1", "--strategy", "sequential"]
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def test_an_empty_window_is_scored_on_its_negatives(tmp_path):
 def test_a_nan_of_the_data_is_not_blamed_on_the_learning_rate(tmp_path, capfd):
     store = empty_store(tmp_path / "s.zarr", labels="class")  # snapshot 3: no vertex to classify
     argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "tgcn", "--task", "classify",
-            "--epochs", "1", "--window", "2", "--threads", "1", "--lr", "1e-5"]
+            "--strategy", "sequential", "--epochs", "1", "--window", "2", "--threads", "1", "--lr", "1e-5"]
     line = assert_refused(capfd, argv, tmp_path, r"loss is nan .* caused by the data: .*snapshot 3 has no labelled "
                                                  r"vertex with an edge")
     assert "learning rate" not in line
@@ -152,7 +152,7 @@ def runs(tmp_path_factory):
     out = {}
     for name, store, model in (("tgcn_a", a, "tgcn"), ("wdgcn_a", a, "wdgcn"), ("tgcn_b", b, "tgcn")):
         assert main(["-q", "train", str(store), "--out-dir", str(root / name), "--model", model, "--epochs", "1",
-                     "--window", "2", "--threads", "1", "--hidden", "4"]) in (0, None)
+                     "--strategy", "sequential", "--window", "2", "--threads", "1", "--hidden", "4"]) in (0, None)
         out[name] = root / name
     return out
 
@@ -192,6 +192,6 @@ def test_a_nan_of_clean_data_is_a_divergence(tmp_path, capfd, monkeypatch):
     store = small_store(tmp_path / "s.zarr")
     monkeypatch.setattr(Sequential, "train_step", lambda self, ends: float("nan"))  # as a diverged optimiser gives
     argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "tgcn", "--epochs", "1",
-            "--window", "2", "--threads", "1", "--lr", "0.5"]
+            "--strategy", "sequential", "--window", "2", "--threads", "1", "--lr", "0.5"]
     assert_refused(capfd, argv, tmp_path, r"loss is nan .*; the data there is finite, so training diverged; nothing "
                                           r"was written \(try a lower learning rate than 0\.5\)")

@@ -47,7 +47,7 @@ def test_a_memory_limit_during_training(tmp_path, capfd, monkeypatch):
         raise MemoryError()  # what numpy or torch raise at a ulimit -v
     monkeypatch.setattr(engine.Trainer, "train_epoch", train_epoch)
     argv = ["train", str(store), "--out-dir", str(tmp_path / "out"), "--model", "tgcn", "--epochs", "1",
-            "--window", "2", "--threads", "1"]
+            "--strategy", "sequential", "--window", "2", "--threads", "1"]
     assert_refused(capfd, argv, tmp_path, r"^dynagnn train: error: out of memory \(MemoryError\); nothing was written")
 
 

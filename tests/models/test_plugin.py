@@ -38,6 +38,7 @@ def test_contracts_and_what_they_serve():
     served = {c: serving_strategies(c, check_contract(c)) for c in (cells.GRUCell, cells.StackedCell,
                                                                   cells.GlobalMeanCell, cells.StackedMixingCell)}
     window = ["sequential", "vertex", "group", "blad_nm", "blad_even", "group_frames", "frames"]
+    # auto is not among them: it trains none itself (its candidates are the strategies listed)
     assert served[cells.GRUCell] == window
     assert served[cells.StackedCell] == ["sequential", "vertex", "snapshot"] + window[2:]
     assert "vertex" not in served[cells.GlobalMeanCell] and "snapshot" not in served[cells.GlobalMeanCell]

@@ -160,11 +160,57 @@ def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share(
 
 def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot_take(store):
     from dynagnn.data.store import open_store
-    from dynagnn.train.strategies.auto import _plain_model, candidates, run_refusal
+    from dynagnn.train.strategies.auto import plain_model, candidates, run_refusal
 
     cfg = TrainConfig.of(strategy="auto", sequence="carry", **TINY)
     s = open_store(store)
-    cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, _plain_model(s, cfg)))
+    cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, plain_model(s, cfg)))
     reasons = {c.label(): c.reason for c in cands}
     assert reasons["sequential 1x1x2t"] is None and reasons["frames 1x1x2t (frame_size=2)"] is None
     assert "checkpoint_blocks" in reasons["sequential 1x1x2t (checkpoint_blocks=2)"]   # the strategy's own check
+
+
+def test_an_event_model_chooses_among_the_event_strategies_and_fit_loads_it(tmp_path):
+    import dynagnn
+
+    from .test_events import event_store
+
+    ev = event_store(tmp_path / "ev.zarr")
+    result = dynagnn.fit(ev, model="tgn", epochs=1, out=tmp_path / "run", memory_dim=8, time_dim=8, event_batch=100)
+    doc = json.loads((tmp_path / "run" / "auto.json").read_text())
+    assert {r["strategy"] for r in doc["candidates"]} == {"events", "tgnn"}
+    assert result.config.strategy in ("events", "tgnn") and result.config.strategy == doc["chosen"].split()[0]
+    assert result.model is not None and set(result.metrics["auto_choice"]) == {doc["chosen"]}
+
+
+def test_a_class_other_processes_cannot_import_keeps_auto_to_one_process(store, clean_model_registry):
+    from dynagnn.data.store import open_store
+    from dynagnn.models import register_model
+    from dynagnn.models.tgcn import TGCN
+    from dynagnn.train.strategies.auto import candidates, plain_model, run_refusal
+
+    Local = type("LocalCell", (TGCN,), {"__module__": __name__, "__qualname__": "f.<locals>.LocalCell"})
+    name = f"{__name__}:f.<locals>.LocalCell"
+    register_model(Local, name=name)
+    cfg = TrainConfig.of(**{**TINY, "model": name}, strategy="auto")
+    s = open_store(store)
+    cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, plain_model(s, cfg)))
+    # the importable T-GCN's candidates of several processes that could run now cannot, for that reason
+    plain = TrainConfig.of(strategy="auto", **TINY)
+    before = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, plain, plain_model(s, plain)))
+    could = {c for c in before if c.processes > 1 and c.reason is None}
+    assert could and all("is defined in a function, which other processes cannot import" in c.reason
+                         for c in cands if c in could)
+    assert {c for c in cands if c.reason is None} == {c for c in before if c.processes == 1 and c.reason is None}
+
+
+def test_auto_is_the_default_of_every_front():
+    import inspect
+
+    import dynagnn
+    from dynagnn.config import load_schema
+    from dynagnn.train.run_config import DEFAULT_STRATEGY
+
+    assert DEFAULT_STRATEGY == "auto"
+    assert inspect.signature(dynagnn.fit).parameters["strategy"].default == DEFAULT_STRATEGY
+    assert load_schema()["properties"]["train"]["properties"]["strategy"]["default"] == DEFAULT_STRATEGY

@@ -47,6 +47,9 @@ def test_every_option_reaches_only_the_strategies_that_take_it(strategy, key):
     assert message.startswith(f"--options {key}: ")
     if key in cls.refuses:
         assert message == f"--options {key}: {cls.refuses[key]}"
+    elif takers and strategy == "auto":  # the chooser sets the options of the strategy it picks
+        assert message == (f"--options {key}: an option of {', '.join(takers)} only; auto chooses the strategy "
+                           f"and its options itself: name one of those strategies to set it")
     elif takers:
         assert message == f"--options {key}: an option of {', '.join(takers)}; this run trains {strategy}"
     else:  # every strategy that declares it fixes it
@@ -74,13 +77,18 @@ def test_sequential_refuses_the_frame_size_flag(tmp_path, capfd):
     from tests.badinput.common import assert_refused
 
     store = small_store(tmp_path / "s.zarr")
-    line = assert_refused(capfd, ["train", str(store), "--out-dir", str(tmp_path / "o"), "--frame-size", "4"],
-                          tmp_path)
+    line = assert_refused(capfd, ["train", str(store), "--out-dir", str(tmp_path / "o"), "--strategy", "sequential",
+                                  "--frame-size", "4"], tmp_path)
     assert line == ("dynagnn train: error: --frame-size: an option of frames, group_frames; this run trains "
                     "sequential")
-    line = assert_refused(capfd, ["train", str(store), "--out-dir", str(tmp_path / "o"), "--options",
-                                  json.dumps({"partitioner": "hash"})], tmp_path)
+    line = assert_refused(capfd, ["train", str(store), "--out-dir", str(tmp_path / "o"), "--strategy", "sequential",
+                                  "--options", json.dumps({"partitioner": "hash"})], tmp_path)
     assert line == "dynagnn train: error: --options partitioner: an option of vertex; this run trains sequential"
+    # a run that names no strategy is the chooser's, which sets a strategy's options itself
+    line = assert_refused(capfd, ["train", str(store), "--out-dir", str(tmp_path / "o"), "--frame-size", "4"],
+                          tmp_path)
+    assert line == ("dynagnn train: error: --frame-size: an option of frames, group_frames only; auto chooses the "
+                    "strategy and its options itself: name one of those strategies to set it")
 
 
 def test_a_config_key_reaches_only_the_runs_that_take_it():

@@ -134,6 +134,7 @@ def cmd_train(args) -> None:
     from ..report.figures import training_curves
     from ..api import train
     from ..train.engine import TrainConfig
+    from ..train.run_config import DEFAULT_STRATEGY
 
     options, names = {}, {}
     if args.options:
@@ -146,7 +147,7 @@ def cmd_train(args) -> None:
     for key in flags:
         if getattr(args, key, None) is not None:
             options[key], names[key] = getattr(args, key), _flag(key)
-    options.setdefault("strategy", "auto")   # a run that names no strategy: the chooser
+    options.setdefault("strategy", DEFAULT_STRATEGY)   # a run that names no strategy: the chooser
     config = TrainConfig.from_dict(options, "--options", names)
     check_device(config.device, "--device" if args.device else "--options device")
     if args.seeds:

@@ -76,6 +76,26 @@ def import_class(path: str) -> type:
     return obj
 
 
+def unimportable(cls: type, name: str) -> str | None:
+    """Why another process cannot get model class ``cls``, registered as ``name``, back by importing
+    that name (a class defined in ``__main__``, in a function, or made with ``type()`` where its
+    module's names do not lead to it), in words that follow the class's name; None where it can (a
+    built-in or an import path: every process resolves the name itself)."""
+    if name.partition(":")[0] != cls.__module__:
+        return None
+    if cls.__module__ == "__main__":
+        return "is defined in a script or notebook (__main__), which other processes cannot import"
+    if "<locals>" in cls.__qualname__:
+        return "is defined in a function, which other processes cannot import"
+    try:
+        if import_class(name) is cls:
+            return None
+    except ConfigError:
+        pass
+    return (f"is registered as {name}, but importing that does not give this class back (a class made with "
+            "type(), or one replaced after its module ran)")
+
+
 def resolve_model(name: str) -> type:
     """The class registered as ``name``; an import path not registered yet is imported, checked to be a
     DynamicGNN or StackedGNN subclass and registered under the path (its steps are checked at the run's

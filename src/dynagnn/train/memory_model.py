@@ -319,15 +319,33 @@ def sampled_bytes(store, config) -> float:
     return float(sum(min(level, table) for level in levels))
 
 
+def _events_class():
+    from dynagnn.train.strategies import strategy_class
+
+    return strategy_class("events")
+
+
 def event_bytes(store, config) -> dict[str, float]:
     """The event models' data, COUNTED from the arrays their strategy builds (its ``prepare`` and
     ``setup`` in this process): the event stream and its edge features, the task's arrays, the two
     temporal-neighbour samplers, the node memory and mailbox (N x dims), the model; and one
     training batch's activations MEASURED under the saved-tensor hooks (the batch's loss inputs and
-    sampled neighbourhoods included). Returns {"data", "memory", "activations"}."""
+    sampled neighbourhoods included). Returns {"data", "memory", "activations"}. Sven's strategies
+    (tgnn) are counted as the one-worker events strategy with the same event options, the memory and
+    mailbox and a batch's activations split among the workers (each owns its share of the vertices
+    and trains the events whose source it owns; ESTIMATED: an even split)."""
     from dynagnn.distributed.comm import Comm
     from dynagnn.distributed.context import DistContext
     from dynagnn.timing import PhaseTimer
+
+    if config.strategy != "events":
+        from dynagnn.train.trials import candidate_config
+
+        keys = {k: getattr(config.options, k) for k in config.options.declared()
+                if k in _events_class().Options.declared()}
+        one = event_bytes(store, candidate_config(config, "events", 1, config.threads or 1, keys))
+        workers = max(1, int(config.workers))
+        return {"data": one["data"], "memory": one["memory"] / workers, "activations": one["activations"] / workers}
 
     strategy = config.strategy_cls(config)
     ctx = DistContext.single("cpu")

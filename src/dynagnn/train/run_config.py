@@ -26,6 +26,12 @@ from dynagnn.train.options import Options
 from dynagnn.train.strategies import STRATEGIES, strategy_class
 
 
+# The strategy of a run that names none (``dynagnn train``, a config's run, ``dynagnn.fit``): the chooser.
+# TrainConfig's own default stays ``sequential``: a program that builds a config trains what it names,
+# and the engine trains one strategy (auto is resolved above it, by ``dynagnn.api.train``).
+DEFAULT_STRATEGY = "auto"
+
+
 @dataclass
 class TrainConfig:
     """The keys every run shares (each a key of the config's ``train`` section) and the strategy's
@@ -175,7 +181,7 @@ def baseline_refusal(model: str, strategies) -> str | None:
     from dynagnn.models.baselines import BASELINE_MODELS
     from dynagnn.train.edgebank_run import SCORED_BY
 
-    other = [s for s in strategies if s not in SCORED_BY]
+    other = [s for s in strategies if s not in SCORED_BY and s != "auto"]   # auto scores it by one of them
     if model not in BASELINE_MODELS or not other:
         return None
     return f"{model} trains nothing and is scored by the strategy {' or '.join(SCORED_BY)}, not {', '.join(other)}"

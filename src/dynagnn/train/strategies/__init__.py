@@ -67,7 +67,8 @@ def register(cls: type[Strategy]) -> type[Strategy]:
 def serving_strategies(model_cls: type, contract) -> list[str]:
     """The registered strategies that can train the snapshot model ``model_cls`` with ``contract``
     (what the contract check found), in registry order."""
-    return [name for name, cls in STRATEGIES.items() if cls.model_refusal(model_cls, contract) is None]
+    return [name for name, cls in STRATEGIES.items()
+            if name != "auto" and cls.model_refusal(model_cls, contract) is None]   # auto trains none itself
 
 
 def workflow_family(name: str) -> dict:

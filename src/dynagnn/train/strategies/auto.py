@@ -36,8 +36,10 @@ import time
 from dataclasses import dataclass, field
 
 from dynagnn.errors import ConfigError
-from dynagnn.train.options import LinkNegatives, SequenceMode, option
+from dynagnn.train.options import SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Strategy
+from dynagnn.train.strategies.events import EventOptions
+from dynagnn.train.strategies.sampled import SampledOptions
 
 log = logging.getLogger("dynagnn")
 
@@ -47,6 +49,7 @@ TIE = 0.02          # measured epochs within 2% of each other are a tie
 FRAME_SIZES = (2, 4, 8, 16)
 SPLITTERS = ("vertex", "snapshot", "tgnn")   # strategies whose only point is the split among workers
 CHECKPOINT_BLOCKS = (1, 2, 4)
+MICRO_BATCHES = (1, 2, 4)
 
 
 @dataclass(frozen=True)
@@ -86,9 +89,10 @@ def _splits(cores: int, procs_per_worker: int, max_workers: int) -> list[tuple[i
     return out
 
 
-def _option_sets(cls, window: int, device: str) -> list[tuple[tuple[str, object], ...]]:
-    """The speed options of strategy class ``cls`` worth trying (those it declares)."""
-    declared = set(cls.Options.declared()) - set(cls.fixed)
+def _option_sets(cls, window: int, device: str, given=()) -> list[tuple[tuple[str, object], ...]]:
+    """The speed options of strategy class ``cls`` worth trying (those it declares, less the ``given``
+    ones: the run fixed them)."""
+    declared = set(cls.Options.declared()) - set(cls.fixed) - set(given)
     sets: list[tuple[tuple[str, object], ...]] = [()]
     if "frame_size" in declared:
         sets = [(("frame_size", s),) for s in FRAME_SIZES if s <= max(window, 1)] or [(("frame_size", 1),)]
@@ -97,18 +101,23 @@ def _option_sets(cls, window: int, device: str) -> list[tuple[tuple[str, object]
                 if b <= max(window, 1)]
     if "transfer" in declared and device != "cpu":   # a difference pays across PCIe, never on a CPU (docs/gpu.md)
         sets = [o + t for o in sets for t in ((), (("transfer", "diff"),))]
+    if "micro_batches" in declared:   # Sven's pipelining of a worker's share
+        sets = [o + ((("micro_batches", m),) if m > 1 else ()) for o in sets for m in MICRO_BATCHES]
+    if "cache_l1_mb" in declared and "cache_policy" not in cls.fixed:   # BGL's two levels, or the host's only
+        sets = [o + c for o in sets for c in ((), (("cache_l1_mb", 0),))]
     return sets
 
 
 def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 0, window: int = 4,
-               refusal=None) -> list[Candidate]:
+               refusal=None, given=()) -> list[Candidate]:
     """Every candidate of a run (module docstring). ``model_kind``: the kind of the run's model
     (``snapshot``, ``event``, ``sampled``); ``cores``: the CPU cores the run may use; ``gpus``: the
     devices on a GPU (a worker per GPU); ``refusal(strategy_class, workers, options) -> str | None``:
     why the run's model, task and store rule that strategy out at that worker count with those options
     (the contract check and the strategy's own ``check``), None where it can run. A process of one
     worker is tried with all its cores' threads and with one (on a small step one thread can be the
-    faster: the pool's hand-offs cost more than they share)."""
+    faster: the pool's hand-offs cost more than they share). ``given``: options the run fixed (none of
+    their values is tried)."""
     from dynagnn.train.strategies import STRATEGIES
 
     if cores < 1:
@@ -126,7 +135,7 @@ def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 
         else:   # a worker per GPU; BLAD's two processes share one
             splits = [(w, max(1, cores // (w * cls.procs_per_worker))) for w in range(1, max(gpus, 1) + 1)]
         for workers, threads in splits:
-            for opts in _option_sets(cls, window, device):
+            for opts in _option_sets(cls, window, device, given):
                 why = None
                 if cls.gpu_only and device == "cpu":
                     why = f"{name} pays only on a GPU"
@@ -198,18 +207,23 @@ def run_refusal(store, config, model):
     worker count with the candidate's options and those carried (too few vertices or snapshots for the
     workers, a window too short to split, checkpointing in a carried sequence): its one-line
     ConfigError is the candidate's reason."""
+    from dynagnn.distributed.launch import under_torchrun
     from dynagnn.models import model_kind
     from dynagnn.models.contract import check_contract
+    from dynagnn.models.registry import resolve_model, unimportable
 
     contract = None
     if model_kind(config.model) == "snapshot":
         contract = check_contract(type(model), config.model, model.in_dim, model.hidden_dim)
     keys = carried(config) if config.strategy == "auto" else {}
+    alone = None if under_torchrun() else unimportable(resolve_model(config.model), config.model)
 
     def why(cls, workers: int, options: dict | None = None) -> str | None:
         refused = cls.model_refusal(type(model), contract) if contract is not None else None
         if refused:
             return refused
+        if alone and workers * cls.procs_per_worker > 1:
+            return f"the model's class {alone}"
         missing = [k for k in keys if k not in cls.settable()]
         if missing:
             return f"{cls.name} takes no {', '.join(missing)} (given to auto)"
@@ -263,9 +277,11 @@ _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb"
 
 
 @dataclass(frozen=True)
-class AutoOptions(SequenceMode, LinkNegatives):
-    """The chooser's own options, and the options every candidate that declares them gets (the
-    sequence mode, the link task's evaluation negatives)."""
+class AutoOptions(SequenceMode, Truncation, EventOptions, SampledOptions):
+    """The chooser's own options, and those that say what is trained (the sequence mode and its
+    truncation, the link task's evaluation negatives, the event models' widths and batches, the
+    sampled models' fan-outs, batches and caches), which every candidate that declares them gets; a
+    candidate that does not take one given is refused with that reason."""
 
     memory_budget: str | int | None = option(
         None, "auto: the peak memory a training process may take, in bytes or as a size (512MiB, 4GB); null = "
@@ -366,7 +382,7 @@ def _candidate_config(*args):
     return candidate_config(*args)
 
 
-def _plain_model(store, config):
+def plain_model(store, config):
     """The run's model, built as its plain strategy builds it, without drawing from the caller's stream."""
     import torch
 
@@ -437,11 +453,11 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     t0 = time.perf_counter()
     store = open_store(store_path)
     kind = model_kind(config.model)
-    model = _plain_model(store, config)
+    model = plain_model(store, config)
     cores = int(o.cores or available_cores())
     gpus = torch.cuda.device_count() if config.device.startswith("cuda") else 0
     cands = candidates(kind, cores=cores, device=config.device, gpus=gpus, window=int(config.window),
-                       refusal=run_refusal(store, config, model))
+                       refusal=run_refusal(store, config, model), given=carried(config))
     runnable = [c for c in cands if c.reason is None]
     if not runnable:
         reasons = "; ".join(sorted({f"{c.strategy}: {c.reason}" for c in cands}))
@@ -450,7 +466,12 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         budget_used, budget_from = free_memory(config.device), "free memory"
     else:
         budget_used, budget_from = budget, "--memory-budget"
-    peak = {c: float(predict_peak_bytes(store, chosen_config(config, c))) for c in runnable}
+    peaks: dict[tuple, float] = {}   # a process's memory does not depend on its threads: one prediction each
+    for c in runnable:
+        key = (c.strategy, c.workers, c.options)
+        if key not in peaks:
+            peaks[key] = float(predict_peak_bytes(store, chosen_config(config, c)))
+    peak = {c: peaks[(c.strategy, c.workers, c.options)] for c in runnable}
     fits = [c for c in runnable if peak[c] <= budget_used]
     if not fits:
         smallest = min(runnable, key=peak.get)

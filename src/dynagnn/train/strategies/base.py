@@ -258,7 +258,7 @@ class Strategy:
         if kind in ("sampled", "event"):
             from dynagnn.train.strategies import STRATEGIES
 
-            names = [n for n, cls in STRATEGIES.items() if kind in cls.models]
+            names = [n for n, cls in STRATEGIES.items() if kind in cls.models and n != "auto"]   # auto trains none
             what = {"sampled": "a static GNN trained on sampled blocks (BGL)",
                     "event": "an event model (TGN, JODIE, APAN)"}[kind]
             raise ConfigError(f"model: {name!r} is {what}, which the {self.name} strategy does not train; the "
