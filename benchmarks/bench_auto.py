@@ -231,43 +231,33 @@ def candidate_of(row: dict):
 def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
                rounds: int) -> tuple[dict[str, float], dict[str, str]]:
     """({label: exhaustive epoch seconds}, {label: why its trial failed}) of every runnable candidate
-    of ``report`` (module docstring). A group candidate is planned once per (workers, threads): its
-    plan depends on neither the strategy nor the frame size."""
-    import dataclasses
+    of ``report`` (module docstring), timed as auto's trials are (:class:`dynagnn.train.trials.Trials`:
+    a one-process candidate's trainer kept between rounds, a job of several runs its rounds at once;
+    a group candidate planned once per worker count, as ``dynagnn train`` plans it at start)."""
+    from functools import partial
 
     from dynagnn.api import with_plan
     from dynagnn.schedule.tuner import interleaved, trial_seconds
-    from dynagnn.train.strategies.auto import chosen_config
-    from dynagnn.train.trials import run_trial
+    from dynagnn.train.strategies.auto import TrialConfigs
+    from dynagnn.train.trials import Trials
 
     cands = {candidate_of(r): r["label"] for r in runnable_rows(report)}
-    configs, plans, failed = {}, {}, {}
-
-    def planned(c):
-        cfg = chosen_config(config, c)
-        if not cfg.strategy_cls.needs_plan:
-            return cfg
-        key = c.workers   # with_plan's file is plan-<workers>.json
-        if key in plans:
-            cfg.options = dataclasses.replace(cfg.options, plan=plans[key])
-            return cfg
-        cfg = with_plan(store_path, cfg, folder)
-        if cfg.options.plan:
-            plans[key] = cfg.options.plan
-        return cfg
+    configs, failed = TrialConfigs(config, partial(with_plan, store_path, folder=folder)), {}
+    live = Trials(store_path, steps, rounds + 1)
 
     def measure(c):
         if c in failed:
             return None
         try:
-            if c not in configs:
-                configs[c] = planned(c)
-            return run_trial(store_path, configs[c], steps=steps)
+            return live.measure(c, configs[c])
         except Exception as exc:   # a candidate that fails is a row's note, not the benchmark's end
             failed[c] = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0][:300]
             return None
 
-    got = interleaved(list(cands), measure, rounds)
+    try:
+        got = interleaved(list(cands), measure, rounds)
+    finally:
+        live.close()
     seconds = {}
     for c, trials in got.items():
         if c in failed or not trials:

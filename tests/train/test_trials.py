@@ -69,3 +69,36 @@ def test_the_chooser_times_real_candidates(store):
     seconds, peak = trial_candidates(store, cfg, cands, steps=2, rounds=1)
     assert set(seconds) == set(cands) and all(s > 0 for s in seconds.values())
     assert choose(seconds, peak, budget=None)[0] in cands
+
+
+def test_kept_trials_build_each_trainer_once_and_leave_the_process_as_it_was(store, monkeypatch, tmp_path):
+    from dynagnn.train import trials
+
+    built = []
+    real = trials._build
+    monkeypatch.setattr(trials, "_build", lambda *a: built.append(a[2].strategy) or real(*a))
+    cfg = TrainConfig.of(model="tgcn", strategy="sequential", hidden=5, window=3, epochs=2, patience=2, threads=1)
+    frames = candidate_config(cfg, "frames", 1, 1, {"frame_size": 2})
+    plain, _ = api.train(store, tmp_path / "plain", cfg, progress=False)
+    torch.manual_seed(11)
+    state, threads = torch.random.get_rng_state(), torch.get_num_threads()
+    with trials.Trials(store, steps=2, rounds=3) as live:
+        got = [live.measure(key, c) for _ in range(3) for key, c in (("seq", cfg), ("frames", frames))]
+    assert built == ["sequential", "frames"]                      # one trainer each, kept for 3 rounds
+    assert all(len(t.step_seconds) == 2 and t.steps_per_epoch == got[0].steps_per_epoch for t in got[::2])
+    assert torch.equal(torch.random.get_rng_state(), state) and torch.get_num_threads() == threads
+    after, _ = api.train(store, tmp_path / "after", cfg, progress=False)
+    assert after["loss"].tolist() == plain["loss"].tolist()
+
+
+def test_a_job_of_several_processes_runs_all_its_rounds_at_once(store, monkeypatch):
+    from dynagnn.train import trials
+
+    jobs = []
+    real = trials.launch
+    monkeypatch.setattr(trials, "launch", lambda *a, **k: jobs.append(a[1]) or real(*a, **k))
+    cfg = candidate_config(TrainConfig.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
+    live = trials.Trials(store, steps=2, rounds=3)
+    got = [live.measure("vertex", cfg) for _ in range(3)]
+    assert jobs == [2]                                            # one job of 2 workers for the 3 rounds
+    assert all(len(t.step_seconds) == 2 and all(s > 0 for s in t.step_seconds) for t in got)

@@ -38,6 +38,7 @@ for: a prediction only orders the candidates, the measured steps decide.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +76,8 @@ class Base:
     halo_rows: dict[int, float] | None = None   # workers -> halo rows per snapshot of the vertex split
     memory_dim: int = 0
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
+    build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
+    measure_seconds: float = 0.0  # what measuring this base took
 
     def epoch(self, threads: int) -> float:
         """E(t): Amdahl's law through the measured thread counts."""
@@ -133,12 +136,6 @@ def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float
     return per_step * base.steps
 
 
-def _carried(config) -> dict:
-    from dynagnn.train.strategies.auto import carried
-
-    return carried(config) if config.strategy == "auto" else {}
-
-
 def _carried_snapshots(config, store) -> int | None:
     """The training sequence's snapshots where ``config`` (a window strategy's) carries the state
     through it (PyG Temporal's loop: a step is the whole sequence), else None."""
@@ -149,29 +146,37 @@ def _carried_snapshots(config, store) -> int | None:
     return len(split.train) if sequence == "carry" else None
 
 
-def measure_base(store_path, store, config, model, cores: int, steps: int = 3, rounds: int = 2) -> Base:
+def measure_base(store, config, model, cores: int, measure, rounds: int = 2) -> Base:
     """The :class:`Base` of a run (module docstring): its plain loop timed at 1 and ``cores`` threads,
-    the aggregation share, the overlap rates of frames and the vertex split's halo of a sample of
-    snapshots. ``model``: the run's model, built (its parameters and GCN layers are counted)."""
+    interleaved over ``rounds`` rounds after a warm-up round, the per-step medians summed (the frame
+    tuner's rule); the aggregation share, the overlap rates of frames and the vertex split's halo of
+    a sample of snapshots. ``model``: the run's model, built (its parameters and GCN layers are
+    counted); ``measure(candidate) -> Trial``: the next round of a candidate's trial (the chooser's
+    :class:`~dynagnn.train.trials.Trials`, which keeps these trainers for the candidates' trials)."""
     from dynagnn.models import model_kind
-    from dynagnn.train.trials import candidate_config, run_trial
-
     from dynagnn.schedule.tuner import interleaved, trial_seconds
+    from dynagnn.train.strategies.auto import Candidate, chosen_config
 
     kind = model_kind(config.model)
-    plain = PLAIN[kind]
-    carried = _carried(config)
-    configs = {t: candidate_config(config, plain, 1, t, carried) for t in sorted({1, max(1, int(cores))})}
-    # interleaved over the thread counts, the first round a warm-up, the per-step medians summed (the tuner's)
-    trials = interleaved(list(configs), lambda t: run_trial(store_path, configs[t], steps=steps), rounds)
-    seconds = {t: trial_seconds([x.step_seconds for x in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
-               for t, got in trials.items()}
+    plain = [Candidate(PLAIN[kind], 1, t) for t in sorted({1, max(1, int(cores))})]
+    t0 = time.perf_counter()
+    first = {}
+
+    def timed(c):   # the first round of each builds its trainer: that round's time beyond its steps is the build
+        t = time.perf_counter()
+        trial = measure(c)
+        first.setdefault(c, time.perf_counter() - t - sum(trial.step_seconds) * (1 + 1 / len(trial.step_seconds)))
+        return trial
+    trials = interleaved(plain, timed, rounds)
+    seconds = {c.threads: trial_seconds([x.step_seconds for x in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
+               for c, got in trials.items()}
     steps_per_epoch = next(iter(trials.values()))[0].steps_per_epoch
     params = sum(p.numel() for p in model.parameters())
     base = dict(seconds=seconds, steps=steps_per_epoch, params=params, num_nodes=int(store.num_nodes),
                 window=int(config.window), hidden=int(config.hidden),
-                memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0))
-    sequence = _carried_snapshots(configs[1], store) if kind == "snapshot" else None
+                memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
+                build_seconds=max(0.0, min(first.values())), measure_seconds=time.perf_counter() - t0)
+    sequence = _carried_snapshots(chosen_config(config, plain[0]), store) if kind == "snapshot" else None
     if sequence is not None:
         base.update(window=sequence, carry=True)
     if kind == "snapshot":

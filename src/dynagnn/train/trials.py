@@ -5,11 +5,16 @@ before training. A trial builds its own trainer for the candidate (the same seed
 weights), runs a warm-up step and then ``steps`` steps spread evenly over the epoch's steps, each
 timed on every process, and returns the epoch time they predict (the median step times the epoch's
 step count) and the memory it took above the start (on a CPU the RSS grown by the trial's end, not
-its peak, which a process cannot reset; on a GPU the allocator's peak). A
-candidate of several processes runs as its own job (:func:`dynagnn.distributed.launch.launch`); one
-of one process runs here, inside a saved and restored random state (torch's, numpy's) and thread
-count, so the run that trains afterwards draws exactly what it would have drawn without the trial;
-its weights and optimiser are its own and never seen by a trial.
+its peak, which a process cannot reset; on a GPU the allocator's peak).
+
+:func:`run_trial` is one such trial. :class:`Trials` times candidates round after round, as the
+chooser's interleaved rounds ask: a one-process candidate on a CPU keeps its trainer from one round to
+the next (built once: a trainer's start, loading the store and the task, costs more than a few steps
+of a small run), and a candidate of several processes runs all its rounds in one job of its own
+(:func:`dynagnn.distributed.launch.launch`: a process's start is paid once), a step ending with its
+slowest rank. A one-process trial runs here, inside a saved and restored random state (torch's,
+numpy's) and thread count, so the run that trains afterwards draws exactly what it would have drawn
+without the trial; its weights and optimiser are its own and never seen by a trial.
 """
 
 from __future__ import annotations
@@ -56,52 +61,121 @@ def _picks(n: int, steps: int) -> list[int]:
     return sorted({int(round(i * (n - 1) / (steps - 1))) for i in range(steps)}) if steps > 1 else [0]
 
 
-def _trial_here(ctx, store_path, config: TrainConfig, steps: int) -> tuple[list[float], int, float]:
-    """One process's trial: (its timed steps' seconds, the epoch's step count, its peak bytes)."""
+def _memory_now(gpu: bool) -> float:
+    return float(torch.cuda.memory_allocated() if gpu else current_rss_bytes())
+
+
+def _build(ctx, store_path, config: TrainConfig) -> Trainer:
     from dynagnn.distributed.comm import Comm
 
-    gpu = config.device.startswith("cuda")
-    before = torch.cuda.memory_allocated() if gpu else current_rss_bytes()
-    if gpu:
+    if config.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     tr = Trainer(store_path, config, progress=False, ctx=ctx, comm=Comm(ctx) if ctx is not None else None,
                  checked=ctx is not None)
+    tr.model.train()
+    tr.head.train()
+    tr.run.epoch = 0
+    tr.strategy.start_epoch(0)
+    return tr
+
+
+def _timed_steps(tr: Trainer, steps: int) -> tuple[list[float], int]:
+    """(the seconds of ``steps`` steps spread over the epoch after a warm-up step, the epoch's steps)."""
+    gpu = tr.config.device.startswith("cuda")
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    all_steps = tr.step_ends()
+    picks = _picks(len(all_steps), steps)
+    seconds = []
+    for k, i in enumerate([picks[0]] + picks):   # the first, again: a warm-up left out
+        tr.optimizer.zero_grad(set_to_none=True)
+        sync()
+        t0 = time.perf_counter()
+        tr.strategy.train_step(all_steps[i])
+        tr.optimizer.step()
+        sync()
+        if k:
+            seconds.append(time.perf_counter() - t0)
+    return seconds, len(all_steps)
+
+
+def _peak(gpu: bool, before: float) -> float:
+    return float(max((torch.cuda.max_memory_allocated() if gpu else current_rss_bytes()) - before, 0))
+
+
+def _trial_here(ctx, store_path, config: TrainConfig, steps: int, rounds: int = 1) -> list[tuple[list[float], int, float]]:
+    """One process's trial of ``rounds`` rounds on one trainer: per round (its timed steps' seconds,
+    the epoch's step count, its peak bytes above the start)."""
+    gpu = config.device.startswith("cuda")
+    before = _memory_now(gpu)
+    tr = _build(ctx, store_path, config)
     try:
-        tr.model.train()
-        tr.head.train()
-        tr.run.epoch = 0
-        tr.strategy.start_epoch(0)
-        all_steps = tr.step_ends()
-        picks = _picks(len(all_steps), steps)
-        seconds = []
-        for k, i in enumerate([picks[0]] + picks):   # the first, again: a warm-up left out
-            tr.optimizer.zero_grad(set_to_none=True)
-            sync = torch.cuda.synchronize if gpu else (lambda: None)
-            sync()
-            t0 = time.perf_counter()
-            tr.strategy.train_step(all_steps[i])
-            tr.optimizer.step()
-            sync()
-            if k:
-                seconds.append(time.perf_counter() - t0)
-        peak = (torch.cuda.max_memory_allocated() if gpu else current_rss_bytes()) - before
-        return seconds, len(all_steps), float(max(peak, 0))
+        out = []
+        for _ in range(rounds):
+            seconds, n = _timed_steps(tr, steps)
+            out.append((seconds, n, _peak(gpu, before)))
+        return out
     finally:
         tr.strategy.close()
+
+
+def _trial_of(results: list, r: int) -> Trial:
+    """Round ``r`` of a job's per-rank results: a step ends with its slowest rank."""
+    slowest = [max(rank[r][0][i] for rank in results) for i in range(len(results[0][r][0]))]
+    return Trial(tuple(slowest), results[0][r][1], max(rank[r][2] for rank in results))
 
 
 def run_trial(store_path, config: TrainConfig, steps: int = 4) -> Trial:
     """The trial of ``config`` (a candidate's, :func:`candidate_config`) on ``store_path`` (module
     docstring): ``steps`` timed steps after a warm-up."""
+    return _run(store_path, config, steps, 1)[0]
+
+
+def _run(store_path, config: TrainConfig, steps: int, rounds: int) -> list[Trial]:
     procs = int(config.workers) * config.strategy_cls.procs_per_worker
     if procs == 1:
         with caller_state_kept():
-            seconds, n, peak = _trial_here(None, store_path, config, steps)
-        return Trial(tuple(seconds), n, peak)
-    results = launch(_trial_here, int(config.workers), store_path, config, steps, device=config.device,
+            return [Trial(tuple(s), n, p) for s, n, p in _trial_here(None, store_path, config, steps, rounds)]
+    results = launch(_trial_here, int(config.workers), store_path, config, steps, rounds, device=config.device,
                      threads=config.threads, procs_per_worker=config.strategy_cls.procs_per_worker)
-    slowest = [max(r[0][i] for r in results) for i in range(len(results[0][0]))]   # a step ends with its slowest rank
-    return Trial(tuple(slowest), results[0][1], max(r[2] for r in results))
+    return [_trial_of(results, r) for r in range(rounds)]
 
 
-__all__ = ["Trial", "candidate_config", "run_trial"]
+class Trials:
+    """Candidates timed round after round on ``store_path`` (module docstring): ``measure(key, config)``
+    is the next round of the candidate ``key`` trains by ``config`` (each key's config is its first);
+    ``rounds``: how many a candidate of several processes will be asked for (its job runs them all at
+    its first). :meth:`close` releases the kept trainers."""
+
+    def __init__(self, store_path, steps: int = 4, rounds: int = 3):
+        self.store_path, self.steps, self.rounds = store_path, int(steps), int(rounds)
+        self.kept: dict = {}       # key -> (trainer, memory before it was built)
+        self.queued: dict = {}     # key -> the rounds of its job not handed out yet
+
+    def measure(self, key, config: TrainConfig) -> Trial:
+        procs = int(config.workers) * config.strategy_cls.procs_per_worker
+        if procs > 1 or config.device.startswith("cuda"):   # a job of its own, or a GPU's peak per trial
+            if not self.queued.get(key):
+                self.queued[key] = _run(self.store_path, config, self.steps, self.rounds if procs > 1 else 1)
+            return self.queued[key].pop(0)
+        with caller_state_kept():
+            torch.set_num_threads(int(config.threads or torch.get_num_threads()))
+            if key not in self.kept:
+                before = _memory_now(False)
+                self.kept[key] = (_build(None, self.store_path, config), before)
+            tr, before = self.kept[key]
+            seconds, n = _timed_steps(tr, self.steps)
+            return Trial(tuple(seconds), n, _peak(False, before))
+
+    def close(self) -> None:
+        for tr, _ in self.kept.values():
+            tr.strategy.close()
+        self.kept.clear()
+
+    def __enter__(self) -> "Trials":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["Trial", "Trials", "candidate_config", "run_trial"]

@@ -48,6 +48,7 @@ SIMPLER = ("sequential", "frames", "vertex", "snapshot", "group", "group_frames"
 TIE = 0.02          # measured epochs within 2% of each other are a tie
 FRAME_SIZES = (2, 4, 8, 16)
 SPLITTERS = ("vertex", "snapshot", "tgnn")   # strategies whose only point is the split among workers
+PLAIN_STRATEGIES = ("sequential", "events", "sampled")   # the one-process loop of each model kind
 CHECKPOINT_BLOCKS = (1, 2, 4)
 MICRO_BATCHES = (1, 2, 4)
 
@@ -187,14 +188,14 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
     frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
     replaces the real trial (tests inject timings)."""
     from dynagnn.schedule.tuner import interleaved, trial_seconds
-    from dynagnn.train.trials import candidate_config, run_trial
+    from dynagnn.train.trials import Trials
 
     runnable = [c for c in cands if c.reason is None]
     if measure is None:
-        def measure(c: Candidate):
-            return run_trial(store_path, candidate_config(config, c.strategy, c.workers, c.threads, dict(c.options)),
-                             steps=steps)
-    trials = interleaved(runnable, measure, rounds)
+        with Trials(store_path, steps, rounds + 1) as live:   # the tuner's rounds and its warm-up round
+            trials = interleaved(runnable, lambda c: live.measure(c, chosen_config(config, c)), rounds)
+    else:
+        trials = interleaved(runnable, measure, rounds)
     seconds = {c: trial_seconds([t.step_seconds for t in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
                for c, got in trials.items()}
     return seconds, {c: max(t.peak_bytes for t in got) for c, got in trials.items()}
@@ -211,11 +212,12 @@ def run_refusal(store, config, model):
     from dynagnn.models import model_kind
     from dynagnn.models.contract import check_contract
     from dynagnn.models.registry import resolve_model, unimportable
+    from dynagnn.train.trials import candidate_config
 
     contract = None
     if model_kind(config.model) == "snapshot":
         contract = check_contract(type(model), config.model, model.in_dim, model.hidden_dim)
-    keys = carried(config) if config.strategy == "auto" else {}
+    keys = carried(config)
     alone = None if under_torchrun() else unimportable(resolve_model(config.model), config.model)
 
     def why(cls, workers: int, options: dict | None = None) -> str | None:
@@ -228,7 +230,7 @@ def run_refusal(store, config, model):
         if missing:
             return f"{cls.name} takes no {', '.join(missing)} (given to auto)"
         try:
-            cfg = _candidate_config(config, cls.name, workers, 1, {**(options or {}), **keys})
+            cfg = candidate_config(config, cls.name, workers, 1, {**(options or {}), **keys})
             cfg.strategy_cls(cfg).check(model, store, workers)
         except ConfigError as exc:
             return str(exc)
@@ -309,7 +311,6 @@ class Auto(Strategy):
                           "dynagnn.fit): the engine trains the candidate it chose")
 
 
-
 CARRIED = tuple(f for f in AutoOptions.declared() if f not in ("memory_budget", "trial_share", "cores"))
 
 
@@ -366,20 +367,19 @@ class Choice:
 
 
 def carried(config) -> dict:
-    """The auto run's options that its candidates take (those it gives other than their defaults)."""
+    """The auto run's options that its candidates take (those it gives other than their defaults);
+    none for a run of another strategy (its own options are its own)."""
+    if config.strategy != "auto":
+        return {}
     defaults = AutoOptions()
     return {k: getattr(config.options, k) for k in CARRIED if getattr(config.options, k) != getattr(defaults, k)}
 
 
 def chosen_config(config, cand: Candidate):
     """The config that trains candidate ``cand`` of the auto run ``config``."""
-    return _candidate_config(config, cand.strategy, cand.workers, cand.threads, {**dict(cand.options), **carried(config)})
+    from dynagnn.train.trials import candidate_config   # trials import the engine, which imports the registry
 
-
-def _candidate_config(*args):
-    from dynagnn.train.trials import candidate_config
-
-    return candidate_config(*args)
+    return candidate_config(config, cand.strategy, cand.workers, cand.threads, {**dict(cand.options), **carried(config)})
 
 
 def plain_model(store, config):
@@ -391,8 +391,9 @@ def plain_model(store, config):
     from dynagnn.train.trials import candidate_config
 
     cls = _strategy(PLAIN[model_kind(config.model)])
-    with torch.random.fork_rng(devices=[]):
-        plain = cls(candidate_config(config, cls.name, 1, 1, {}))
+    given = {k: v for k, v in carried(config).items() if k in cls.settable()}
+    with torch.random.fork_rng(devices=[]):   # the widths it is given (an event model's memory_dim)
+        plain = cls(candidate_config(config, cls.name, 1, 1, given))
         return plain.build_model(plain.input_dim(store))
 
 
@@ -403,36 +404,59 @@ def _strategy(name: str):
     return strategy_class(name)
 
 
-def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int) -> float:
+def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0) -> float:
     """Seconds a trial of ``c`` is expected to take: its rounds (the first a warm-up) of a warm-up step
-    and the timed steps, each round starting its processes, and a plan made once where it needs one."""
+    and the timed steps, its trainer's build (``build_s``, the plain loop's, measured; once per process
+    and job), its processes' start once (one job runs its rounds) and a plan where it needs one."""
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
-    return (TRIAL_ROUNDS + 1) * ((TRIAL_STEPS + 1) * per_step + start) + plan
+    return (TRIAL_ROUNDS + 1) * (TRIAL_STEPS + 1) * per_step + build_s + start + plan
 
 
-def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int,
+def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
                 at_least: int = 2) -> list[Candidate]:
-    """The candidates to time, in predicted order: the plain one-process loop (the one every technique
-    must beat), then the best predicted while their trials' expected cost (:func:`_trial_cost`) stays
-    within ``budget_s``; at least ``at_least`` of them, the cheapest to try making up the number (a
-    run too short to pay for a process's start is not made to pay it)."""
+    """The candidates to time, in predicted order: the plain one-process loops (the ones every
+    technique must beat; their trainers are warm from the prediction's measurement), then the best
+    predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
+    least ``at_least`` of them, the cheapest to try making up the number (a run too short to pay for
+    a process's start is not made to pay it)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
-    plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in ("sequential", "events", "sampled")]
-    picked = plain[:1]
+    picked = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
     spent = sum(_trial_cost(c, predicted[c], steps_per_epoch) for c in picked)
+
+    def cost(c):
+        return _trial_cost(c, predicted[c], steps_per_epoch, build_s)
     for c in order:
-        cost = _trial_cost(c, predicted[c], steps_per_epoch)
-        if c not in picked and spent + cost <= budget_s:
+        if c not in picked and spent + cost(c) <= budget_s:
             picked.append(c)
-            spent += cost
-    for c in sorted(order, key=lambda c: _trial_cost(c, predicted[c], steps_per_epoch)):
+            spent += cost(c)
+    for c in sorted(order, key=cost):
         if len(picked) >= at_least:
             break
         if c not in picked:
             picked.append(c)
     return picked
+
+
+class TrialConfigs(dict):
+    """Each candidate's config for its trials, made once: a group candidate's plan made by ``planned``
+    once per worker count (with_plan's file is ``plan-<workers>.json``) and shared by the others."""
+
+    def __init__(self, config, planned):
+        super().__init__()
+        self.config, self.planned, self.plans = config, planned, {}
+
+    def __missing__(self, c: Candidate):
+        cfg = chosen_config(self.config, c)
+        if self.planned is not None and cfg.strategy_cls.needs_plan and c.workers in self.plans:
+            cfg.options = dataclasses.replace(cfg.options, plan=self.plans[c.workers])
+        elif self.planned is not None:
+            cfg = self.planned(cfg)
+            if cfg.strategy_cls.needs_plan and getattr(cfg.options, "plan", None):
+                self.plans[c.workers] = cfg.options.plan
+        self[c] = cfg
+        return cfg
 
 
 def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> Choice:
@@ -446,7 +470,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     from dynagnn.models import model_kind
     from dynagnn.train.memory_model import predict_peak_bytes
     from dynagnn.train.predict import measure_base, predict, spearman
-    from dynagnn.train.trials import run_trial
+    from dynagnn.train.trials import Trials
 
     o = config.options
     budget = parse_budget(o.memory_budget)
@@ -482,33 +506,20 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         first = next(c for c in multi if c.reason) if any(c.reason for c in multi) else multi[0]
         log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
                  first.label(), first.reason or "over the memory budget")
-    base = measure_base(store_path, store, config, model, cores)
-    predicted = {c: predict(c, base) for c in fits}
-    expected = min(predicted.values()) * int(config.epochs)
-    share_s = float(o.trial_share) * expected
-    tried = pick_trials(predicted, share_s, base.steps) if len(fits) > 1 else list(fits)
-    t_trials = time.perf_counter()
-    if len(tried) == 1:
-        seconds = {tried[0]: predicted[tried[0]]}
-        measured_peak = {}
-    else:
-        configs: dict[Candidate, object] = {}
-        plans: dict[int, str] = {}
-
-        def measure(c: Candidate):
-            if c not in configs:   # a plan made once per worker count, for all rounds and candidates
-                cfg = chosen_config(config, c)
-                key = c.workers   # with_plan's file is plan-<workers>.json
-                if planned is not None and cfg.strategy_cls.needs_plan and key in plans:
-                    cfg.options = dataclasses.replace(cfg.options, plan=plans[key])
-                elif planned is not None:
-                    cfg = planned(cfg)
-                    if cfg.strategy_cls.needs_plan and getattr(cfg.options, "plan", None):
-                        plans[key] = cfg.options.plan
-                configs[c] = cfg
-            return run_trial(store_path, configs[c], steps=steps)
-        seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds, measure=measure)
-    trial_s = time.perf_counter() - t_trials
+    with Trials(store_path, steps, rounds + 1) as live:   # the plain loop's trainers kept for its trials too
+        configs = TrialConfigs(config, planned)
+        base = measure_base(store, config, model, cores, lambda c: live.measure(c, configs[c]), rounds)
+        predicted = {c: predict(c, base) for c in fits}
+        expected = min(predicted.values()) * int(config.epochs)
+        share_s = float(o.trial_share) * expected
+        tried = pick_trials(predicted, share_s, base.steps, base.build_seconds) if len(fits) > 1 else list(fits)
+        t_trials = time.perf_counter()
+        if len(tried) == 1:
+            seconds, measured_peak = {tried[0]: predicted[tried[0]]}, {}
+        else:
+            seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
+                                                      measure=lambda c: live.measure(c, configs[c]))
+        trial_s = time.perf_counter() - t_trials
     chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
     for c in runnable:
         if c not in seconds and c not in why:
@@ -526,7 +537,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
                 "spearman_predicted_vs_trials": (spearman([predicted[c] for c in timed], [seconds[c] for c in timed])
                                                  if len(timed) > 2 else None),   # two points always rank ±1
                 "base": {"seconds_by_threads": {str(k): v for k, v in base.seconds.items()}, "steps": base.steps,
-                         "agg_share": base.agg_share, "fwd_share": base.fwd_share}})
+                         "agg_share": base.agg_share, "fwd_share": base.fwd_share,
+                         "trainer_build_seconds": base.build_seconds}})
     line = summary_line(seconds, chosen, cands)
     return Choice(chosen_config(config, chosen), config, rep, line)
 
