@@ -14,15 +14,16 @@ so that where it ranks candidates wrongly the note can say which term misled it:
   start on one snapshot: the model's step (:func:`dynagnn.cost.step_times.model_step_times`) against
   the sparse products of its GCN layers at the hidden width, forward and backward (about twice the
   forward's).
-- **data parallelism**: P processes each do E(t)/P of the compute (the split strategies balance their
-  shares: ESDG's snapshots, the vertex partition, BLAD's planned groups).
+- **data parallelism**: P processes of t threads split the step's parallel part P·t ways (the split
+  strategies balance their shares: ESDG's snapshots, the vertex partition, BLAD's planned groups),
+  while each pays the serial part in full: E(P·t) on Amdahl's line through the measured threads.
 - **frames** (PiPAD): a frame of S snapshots aggregates their shared edges once, so the aggregation
   costs 1/``traffic_speedup(S, OR)`` of what it did (:func:`dynagnn.schedule.tuner.traffic_speedup`,
   OR: the overlap rate of frames of S consecutive snapshots of this store,
   :func:`dynagnn.graph.overlap.overlap_rate`); with windows of more than one snapshot the first
   layer's forward aggregation is reused across the windows that share a snapshot.
-- **checkpointing** (ESDG): b time blocks recompute the window's forward but its last block's:
-  ``+ forward share · (1 - 1/b)``.
+- **checkpointing** (ESDG): the backward re-runs each time block's forward from its checkpoint, one
+  more forward pass: ``+ forward share``.
 - **communication**: the closed-form volumes of :mod:`dynagnn.analysis.commvolume` (the gradient
   all-reduce of the parameters every step; the vertex partition's halo rows per layer, forward and
   backward; ESDG's two redistributions per layer; BLAD's hand-over of a window's state and its
@@ -95,8 +96,9 @@ def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
     """The predicted epoch seconds of ``candidate`` (an :class:`~dynagnn.train.strategies.auto.Candidate`)
     from ``base``: compute, then communication (module docstring)."""
     opts = dict(candidate.options)
-    procs = candidate.processes
-    compute = base.epoch(candidate.threads) / procs
+    # P processes of t threads share the step's parallel part P·t ways; the serial part (dispatch, the
+    # Python of each operator, the recurrence's small products) every process pays in full: Amdahl at P·t
+    compute = base.epoch(candidate.threads * candidate.processes)
     frame = int(opts.get("frame_size", 1))
     if candidate.strategy in ("frames", "group_frames") and frame > 1:
         from dynagnn.schedule.tuner import traffic_speedup
@@ -107,8 +109,8 @@ def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
             saved += base.agg_share / base.layers * base.fwd_share * (1 - 1 / base.window)
         compute *= max(0.05, 1 - saved)
     blocks = int(opts.get("checkpoint_blocks", 1))
-    if blocks > 1:
-        compute *= 1 + base.fwd_share * (1 - 1 / blocks)
+    if blocks > 1:   # every block's forward re-run from its checkpoint (train/checkpoint.py: one more forward)
+        compute *= 1 + base.fwd_share
     return compute + communication(candidate, base, link)
 
 

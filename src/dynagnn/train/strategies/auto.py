@@ -419,10 +419,11 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
     """The candidates to time, in predicted order: the plain one-process loops (the ones every
     technique must beat; their trainers are warm from the prediction's measurement), then the best
     predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
-    least ``at_least`` of them, the cheapest to try making up the number (a run too short to pay for
-    a process's start is not made to pay it)."""
+    least ``at_least`` others, the best predicted of one process making up the number (a run too
+    short to pay for a process's start is not made to pay it: its trials stay in this process)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
-    picked = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
+    plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
+    picked = list(plain)
     spent = sum(_trial_cost(c, predicted[c], steps_per_epoch) for c in picked)
 
     def cost(c):
@@ -431,10 +432,10 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
         if c not in picked and spent + cost(c) <= budget_s:
             picked.append(c)
             spent += cost(c)
-    for c in sorted(order, key=cost):
-        if len(picked) >= at_least:
+    for c in order:
+        if len(picked) - len(plain) >= at_least:
             break
-        if c not in picked:
+        if c not in picked and c.processes == 1:
             picked.append(c)
     return picked
 
