@@ -152,7 +152,20 @@ def train_inputs(wildcards):
     inputs = {"store": f"{RESULTS}/{wildcards.dataset}/store.zarr"}
     if family(wildcards.strategy)["needs_plan"]:  # BLAD and its baselines: the schedule stage's plan
         inputs["plan"] = train_plan(wildcards)
+    if auto_predictor(wildcards):   # the chooser's cost model and channel costs: the profile stage's
+        inputs["predictor"] = auto_predictor(wildcards)
     return inputs
+
+
+def auto_predictor(wildcards):
+    """The profile stage's predictor.json an auto run predicts with (its ``predictor`` option): the
+    device's the profile stage fits (cost.device), where the run trains on it and names none itself."""
+    if not is_auto(wildcards.strategy):
+        return None
+    options = run_at(wildcards)["options"]
+    if options.get("predictor") or options.get("device", config["train"].get("device", "cpu")) != COST_DEVICE:
+        return None
+    return f"{RESULTS}/cost/{COST_DEVICE}/predictor.json"
 
 
 def compared(wildcards, of=None):
@@ -226,6 +239,8 @@ def train_options_json(wildcards):
     options = dict(run_at(wildcards)["options"])
     if family(wildcards.strategy)["needs_plan"]:
         options["plan"] = train_plan(wildcards)
+    if auto_predictor(wildcards):
+        options["predictor"] = auto_predictor(wildcards)
     return json.dumps(options, sort_keys=True)
 
 

@@ -30,6 +30,10 @@ so that where it ranks candidates wrongly the note can say which term misled it:
   gradient between the pair) at the link's latency and bandwidth: the profile stage's
   :class:`~dynagnn.cost.link.LinkCost` when given, else :data:`DEFAULT_LINK` (this project's 2-core
   machine, the figures of :mod:`dynagnn.cost.link`).
+- **the profile stage's cost model**, when the run names its ``predictor.json`` (auto's ``predictor``
+  option): the aggregation share and the forward share of a step come from its operator model over
+  this store's snapshot shapes (:func:`with_predictor`) rather than from the sparse products timed
+  at start, and the channel costs from its link profile.
 
 What no term holds: contention between processes for memory bandwidth and the cores' caches, a
 thread pool's start, and the producer threads of the pipelined feeds. Those are what the trials are
@@ -186,6 +190,37 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2) -> 
     return Base(**base)
 
 
+def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:
+    """(``base`` with the aggregation share the profile stage's operator model predicts for this
+    store, the predictor's channel costs) from the predictor file at ``path`` (a model with no operator
+    list keeps the share measured at start; a predictor fitted without link costs gives
+    :data:`DEFAULT_LINK`). ConfigError, in one line, for a file that is not a predictor or lacks an
+    operator the model needs."""
+    import dataclasses
+    from pathlib import Path
+
+    from dynagnn.cost.models import has_call_list, model_calls
+    from dynagnn.cost.predictor import Predictor
+    from dynagnn.errors import ConfigError, DynagnnError, one_line
+
+    try:
+        pred = Predictor.load(Path(path))
+        link = LinkCost.of(pred) or DEFAULT_LINK
+        if not has_call_list(config.model):
+            return base, link
+        calls = model_calls(config.model, store.feature_dim(), int(config.hidden))
+        edges = np.diff(np.asarray(store.offsets)).astype(np.int64)
+        parts = pred.breakdown({"edges": edges}, calls, num_nodes=store.num_nodes).sum()
+    except (OSError, ValueError, DynagnnError) as exc:
+        raise ConfigError(f"predictor {path}: {one_line(exc)}") from None
+    total = float(parts.sum())
+    agg = float(parts[[k for k in parts.index if ".aggregate." in k]].sum())
+    fwd = float(parts[[k for k in parts.index if k.endswith(".forward")]].sum())
+    if total <= 0:
+        return base, link
+    return dataclasses.replace(base, agg_share=min(0.9, agg / total), fwd_share=fwd / total), link
+
+
 def _sample(store) -> list[int]:
     T = store.num_snapshots
     return sorted({int(round(i * (T - 1) / max(SAMPLE_SNAPSHOTS - 1, 1))) for i in range(min(T, SAMPLE_SNAPSHOTS))})
@@ -266,4 +301,4 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "communication", "measure_base", "predict", "spearman"]
+__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "with_predictor", "communication", "measure_base", "predict", "spearman"]

@@ -140,6 +140,20 @@ def _run(store_path, config: TrainConfig, steps: int, rounds: int) -> list[Trial
     return [_trial_of(results, r) for r in range(rounds)]
 
 
+def _quiesce(strategy) -> None:
+    """Stop the producer threads of a kept trainer's pipelined feed (:class:`~dynagnn.train.pipeline.
+    Prefetcher`, on the strategy or its engine) between its rounds: one left running would prepare its
+    next items, and hold the interpreter's shortened switch interval, while another candidate is timed.
+    Its next round prepares inline until the feed is scheduled again, as the spread-out steps of a
+    trial mostly do anyway (they are not the order the feed prepares)."""
+    from dynagnn.train.pipeline import Prefetcher
+
+    for obj in (strategy, *vars(strategy).values()):
+        for value in (vars(obj).values() if hasattr(obj, "__dict__") else ()):
+            if isinstance(value, Prefetcher):
+                value.close()
+
+
 class Trials:
     """Candidates timed round after round on ``store_path`` (module docstring): ``measure(key, config)``
     is the next round of the candidate ``key`` trains by ``config`` (each key's config is its first);
@@ -153,7 +167,9 @@ class Trials:
 
     def measure(self, key, config: TrainConfig) -> Trial:
         procs = int(config.workers) * config.strategy_cls.procs_per_worker
-        if procs > 1 or config.device.startswith("cuda"):   # a job of its own, or a GPU's peak per trial
+        # a job of its own; a GPU's peak per trial; BGL's stages, whose sampler processes and fetch
+        # thread a kept trainer would leave running beside the next candidate's steps
+        if procs > 1 or config.device.startswith("cuda") or "sampled" in config.strategy_cls.models:
             if not self.queued.get(key):
                 self.queued[key] = _run(self.store_path, config, self.steps, self.rounds if procs > 1 else 1)
             return self.queued[key].pop(0)
@@ -163,7 +179,10 @@ class Trials:
                 before = _memory_now(False)
                 self.kept[key] = (_build(None, self.store_path, config), before)
             tr, before = self.kept[key]
-            seconds, n = _timed_steps(tr, self.steps)
+            try:
+                seconds, n = _timed_steps(tr, self.steps)
+            finally:
+                _quiesce(tr.strategy)
             return Trial(tuple(seconds), n, _peak(False, before))
 
     def close(self) -> None:

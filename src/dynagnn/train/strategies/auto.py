@@ -295,6 +295,10 @@ class AutoOptions(SequenceMode, Truncation, EventOptions, SampledOptions):
     cores: int | None = option(
         None, "auto: the CPU cores its candidates may fill with processes x threads (null = the cores this "
         "process may run on)", type=["integer", "null"], minimum=1)
+    predictor: str | None = option(
+        None, "auto: the profile stage's predictor.json for this device (results/cost/<device>/): its operator "
+        "model gives a step's aggregation share and its measured channel costs the communication's (null = the "
+        "share measured at start, this machine's channel figures)", type=["string", "null"])
 
 
 class Auto(Strategy):
@@ -311,7 +315,7 @@ class Auto(Strategy):
                           "dynagnn.fit): the engine trains the candidate it chose")
 
 
-CARRIED = tuple(f for f in AutoOptions.declared() if f not in ("memory_budget", "trial_share", "cores"))
+CARRIED = tuple(f for f in AutoOptions.declared() if f not in ("memory_budget", "trial_share", "cores", "predictor"))
 
 
 def parse_budget(value, where: str = "memory_budget") -> float | None:
@@ -397,6 +401,19 @@ def plain_model(store, config):
         return plain.build_model(plain.input_dim(store))
 
 
+def _peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
+    """Each candidate's predicted peak bytes (:func:`dynagnn.train.memory_model.predict_peak_bytes`),
+    one prediction per strategy, worker count and options (a process's memory is not its threads')."""
+    from dynagnn.train.memory_model import predict_peak_bytes
+
+    by: dict[tuple, float] = {}
+    for c in cands:
+        key = (c.strategy, c.workers, c.options)
+        if key not in by:
+            by[key] = float(predict_peak_bytes(store, chosen_config(config, c)))
+    return {c: by[(c.strategy, c.workers, c.options)] for c in cands}
+
+
 def _strategy(name: str):
     """The registry's class of ``name`` (imported here: the registry imports this module)."""
     from dynagnn.train.strategies import strategy_class
@@ -469,8 +486,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     from dynagnn.data.store import open_store
     from dynagnn.distributed.launch import available_cores
     from dynagnn.models import model_kind
-    from dynagnn.train.memory_model import predict_peak_bytes
-    from dynagnn.train.predict import measure_base, predict, spearman
+    from dynagnn.train.predict import DEFAULT_LINK, measure_base, predict, spearman, with_predictor
     from dynagnn.train.trials import Trials
 
     o = config.options
@@ -491,12 +507,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         budget_used, budget_from = free_memory(config.device), "free memory"
     else:
         budget_used, budget_from = budget, "--memory-budget"
-    peaks: dict[tuple, float] = {}   # a process's memory does not depend on its threads: one prediction each
-    for c in runnable:
-        key = (c.strategy, c.workers, c.options)
-        if key not in peaks:
-            peaks[key] = float(predict_peak_bytes(store, chosen_config(config, c)))
-    peak = {c: peaks[(c.strategy, c.workers, c.options)] for c in runnable}
+    peak = _peaks(store, config, runnable)
     fits = [c for c in runnable if peak[c] <= budget_used]
     if not fits:
         smallest = min(runnable, key=peak.get)
@@ -510,7 +521,10 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     with Trials(store_path, steps, rounds + 1) as live:   # the plain loop's trainers kept for its trials too
         configs = TrialConfigs(config, planned)
         base = measure_base(store, config, model, cores, lambda c: live.measure(c, configs[c]), rounds)
-        predicted = {c: predict(c, base) for c in fits}
+        link = DEFAULT_LINK
+        if o.predictor:   # the profile stage's cost model and channel costs for this device
+            base, link = with_predictor(base, o.predictor, store, config)
+        predicted = {c: predict(c, base, link) for c in fits}
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
         tried = pick_trials(predicted, share_s, base.steps, base.build_seconds) if len(fits) > 1 else list(fits)
@@ -538,7 +552,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
                 "spearman_predicted_vs_trials": (spearman([predicted[c] for c in timed], [seconds[c] for c in timed])
                                                  if len(timed) > 2 else None),   # two points always rank ±1
                 "base": {"seconds_by_threads": {str(k): v for k, v in base.seconds.items()}, "steps": base.steps,
-                         "agg_share": base.agg_share, "fwd_share": base.fwd_share,
+                         "agg_share": base.agg_share, "fwd_share": base.fwd_share, "link": link.to_dict(),
+                         "predictor": o.predictor,
                          "trainer_build_seconds": base.build_seconds}})
     line = summary_line(seconds, chosen, cands)
     return Choice(chosen_config(config, chosen), config, rep, line)
