@@ -83,6 +83,7 @@ class Base:
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
     build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
     measure_seconds: float = 0.0  # what measuring this base took
+    plain: dict | None = None     # the plain loop's candidates -> their timed rounds: their trials already
 
     def epoch(self, threads: int) -> float:
         """E(t): Amdahl's law through the measured thread counts."""
@@ -181,7 +182,8 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2) -> 
     base = dict(seconds=seconds, steps=steps_per_epoch, params=params, num_nodes=int(store.num_nodes),
                 window=int(config.window), hidden=int(config.hidden),
                 memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
-                build_seconds=max(0.0, min(first.values())), measure_seconds=time.perf_counter() - t0)
+                build_seconds=max(0.0, min(first.values())), measure_seconds=time.perf_counter() - t0,
+                plain={c: got for c, got in trials.items()})
     sequence = _carried_snapshots(chosen_config(config, plain[0]), store) if kind == "snapshot" else None
     if sequence is not None:
         base.update(window=sequence, carry=True)

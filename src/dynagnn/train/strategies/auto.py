@@ -187,7 +187,7 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
     seconds are the per-step medians over the rounds, summed and scaled to the epoch's step count (the
     frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
     replaces the real trial (tests inject timings)."""
-    from dynagnn.schedule.tuner import interleaved, trial_seconds
+    from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.trials import Trials
 
     runnable = [c for c in cands if c.reason is None]
@@ -196,6 +196,14 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
             trials = interleaved(runnable, lambda c: live.measure(c, chosen_config(config, c)), rounds)
     else:
         trials = interleaved(runnable, measure, rounds)
+    return _epochs(trials)
+
+
+def _epochs(trials: dict) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+    """({candidate: epoch seconds}, {candidate: peak bytes}) of each candidate's timed rounds: the
+    per-step medians over the rounds, summed and scaled to the epoch's step count."""
+    from dynagnn.schedule.tuner import trial_seconds
+
     seconds = {c: trial_seconds([t.step_seconds for t in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
                for c, got in trials.items()}
     return seconds, {c: max(t.peak_bytes for t in got) for c, got in trials.items()}
@@ -440,8 +448,7 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
     short to pay for a process's start is not made to pay it: its trials stay in this process)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
     plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
-    picked = list(plain)
-    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch) for c in picked)
+    picked, spent = list(plain), 0.0   # the plain loops' rounds are the prediction's measurement: paid
 
     def cost(c):
         return _trial_cost(c, predicted[c], steps_per_epoch, build_s)
@@ -531,9 +538,13 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         t_trials = time.perf_counter()
         if len(tried) == 1:
             seconds, measured_peak = {tried[0]: predicted[tried[0]]}, {}
-        else:
-            seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
-                                                      measure=lambda c: live.measure(c, configs[c]))
+        else:   # the plain loop's rounds are the base's (timed interleaved there); the others' here
+            done = {c: got for c, got in (base.plain or {}).items() if c in tried}
+            seconds, measured_peak = _epochs(done)
+            more, peaks = trial_candidates(store_path, config, [c for c in tried if c not in done], steps=steps,
+                                           rounds=rounds, measure=lambda c: live.measure(c, configs[c]))
+            seconds.update(more)
+            measured_peak.update(peaks)
         trial_s = time.perf_counter() - t_trials
     chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
     for c in runnable:
