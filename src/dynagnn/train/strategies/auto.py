@@ -440,12 +440,12 @@ def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: f
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                at_least: int = 1) -> list[Candidate]:
+                at_least: int = 2) -> list[Candidate]:
     """The candidates to time, in predicted order: the plain one-process loops (the ones every
     technique must beat; their trainers are warm from the prediction's measurement), then the best
     predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
-    least ``at_least`` other, the best predicted of one process making up the number where the share
-    allows none (a run too short to pay for a process's start is not made to pay it)."""
+    least ``at_least`` others, the best predicted of one process making up the number (a run too
+    short to pay for a process's start is not made to pay it: its trials stay in this process)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
     plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
     picked, spent = list(plain), 0.0   # the plain loops' rounds are the prediction's measurement: paid
