@@ -136,3 +136,22 @@ def test_the_report_and_the_log_line():
     assert rows["snapshot 1x1x1t"]["reason"] == "its GCN runs inside the recurrence" and rows["snapshot 1x1x1t"]["epoch_seconds"] is None
     assert summary_line(seconds, chosen, cands) == ("auto: frames 1x1x2t (frame_size=4) 0.31 s/epoch; sequential 1x1x2t "
                                                     "0.42; vertex 2x1x1t 0.47; snapshot refused: its GCN runs inside the recurrence")
+
+
+def test_a_candidate_whose_trial_fails_is_left_out_with_its_reason():
+    from dynagnn.distributed.context import DistError
+    from dynagnn.train.trials import Trial
+
+    calls = []
+
+    def measure(c):
+        calls.append(c)
+        if c == C:
+            raise DistError("worker 1 was killed by SIGABRT without reporting an error")
+        return Trial((1.0,), steps_per_epoch=2, peak_bytes=1.0)
+
+    failed = {}
+    seconds, _ = trial_candidates("unused", None, [A, C], rounds=2, measure=measure, failed=failed)
+    assert set(seconds) == {A} and seconds[A] == pytest.approx(2.0)
+    assert failed == {C: "its trial failed: worker 1 was killed by SIGABRT without reporting an error"}
+    assert calls.count(C) == 1 and calls.count(A) == 3   # not tried again after it failed

@@ -35,7 +35,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from dynagnn.errors import ConfigError
+from dynagnn.errors import ConfigError, DynagnnError, one_line
 from dynagnn.train.options import SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Strategy
 from dynagnn.train.strategies.events import EventOptions
@@ -181,22 +181,35 @@ def _mib(n: float | None) -> str:
 
 
 def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int = 4, rounds: int = 2,
-                     measure=None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+                     measure=None, failed: dict | None = None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
     """({candidate: predicted epoch seconds}, {candidate: peak bytes}) of the candidates that can run,
     each timed ``rounds`` times on ``steps`` real steps after a warm-up round, interleaved; an epoch's
     seconds are the per-step medians over the rounds, summed and scaled to the epoch's step count (the
     frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
-    replaces the real trial (tests inject timings)."""
+    replaces the real trial (tests inject timings). A candidate whose trial fails (a worker dies, a
+    strategy's error) is left out, its one-line reason in ``failed``: the run trains another."""
     from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.trials import Trials
 
     runnable = [c for c in cands if c.reason is None]
+    failed = {} if failed is None else failed
+
+    def guarded(c: Candidate, measure):
+        if c in failed:
+            return None
+        try:
+            return measure(c)
+        except (DynagnnError, RuntimeError, OSError) as exc:
+            failed[c] = f"its trial failed: {one_line(exc)}"
+            log.warning("auto: %s %s", c.label(), failed[c])
+            return None
     if measure is None:
         with Trials(store_path, steps, rounds + 1) as live:   # the tuner's rounds and its warm-up round
-            trials = interleaved(runnable, lambda c: live.measure(c, chosen_config(config, c)), rounds)
+            trials = interleaved(runnable, lambda c: guarded(c, lambda c: live.measure(c, chosen_config(config, c))),
+                                 rounds)
     else:
-        trials = interleaved(runnable, measure, rounds)
-    return _epochs(trials)
+        trials = interleaved(runnable, lambda c: guarded(c, measure), rounds)
+    return _epochs({c: got for c, got in trials.items() if c not in failed})
 
 
 def _epochs(trials: dict) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
@@ -536,17 +549,19 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         share_s = float(o.trial_share) * expected
         tried = pick_trials(predicted, share_s, base.steps, base.build_seconds) if len(fits) > 1 else list(fits)
         t_trials = time.perf_counter()
+        failed: dict[Candidate, str] = {}
         if len(tried) == 1:
             seconds, measured_peak = {tried[0]: predicted[tried[0]]}, {}
         else:   # the plain loop's rounds are the base's (timed interleaved there); the others' here
             done = {c: got for c, got in (base.plain or {}).items() if c in tried}
             seconds, measured_peak = _epochs(done)
             more, peaks = trial_candidates(store_path, config, [c for c in tried if c not in done], steps=steps,
-                                           rounds=rounds, measure=lambda c: live.measure(c, configs[c]))
+                                           rounds=rounds, measure=lambda c: live.measure(c, configs[c]), failed=failed)
             seconds.update(more)
             measured_peak.update(peaks)
         trial_s = time.perf_counter() - t_trials
     chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
+    why.update(failed)
     for c in runnable:
         if c not in seconds and c not in why:
             why[c] = (f"predicted peak {_mib(peak[c])} over the budget {_mib(budget_used)}" if c not in fits else
