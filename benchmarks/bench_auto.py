@@ -196,16 +196,10 @@ def checkpoint_budget(path: Path, config) -> float | None:
     predicted smaller). The candidates are enumerated as :func:`~dynagnn.train.strategies.auto.resolve`
     enumerates them."""
     from dynagnn.data.store import open_store
-    from dynagnn.models import model_kind
-    from dynagnn.train.memory_model import predict_peak_bytes
     from dynagnn.train.strategies import auto
 
     store = open_store(path)
-    kind = model_kind(config.model)
-    model = auto.plain_model(store, config)
-    cands = auto.candidates(kind, cores=int(config.options.cores), device=config.device, window=int(config.window),
-                            refusal=auto.run_refusal(store, config, model))
-    peak = {c: float(predict_peak_bytes(store, auto.chosen_config(config, c))) for c in cands if c.reason is None}
+    peak = auto.peaks(store, config, [c for c in auto.run_candidates(store, config) if c.reason is None])
     plain = [p for c, p in peak.items() if "checkpoint_blocks" not in dict(c.options)]
     ckpt = [p for c, p in peak.items() if "checkpoint_blocks" in dict(c.options)]
     if not plain or not ckpt or min(ckpt) >= min(plain):
@@ -224,8 +218,7 @@ def runnable_rows(report: dict) -> list[dict]:
 def candidate_of(row: dict):
     from dynagnn.train.strategies.auto import Candidate
 
-    return Candidate(row["strategy"], int(row["workers"]), int(row["threads"]), tuple(row["options"].items()),
-                     int(row["processes_per_worker"]))
+    return Candidate.from_row(row)
 
 
 def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
@@ -237,9 +230,9 @@ def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
     from functools import partial
 
     from dynagnn.api import with_plan
-    from dynagnn.schedule.tuner import interleaved, trial_seconds
+    from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.strategies.auto import TrialConfigs
-    from dynagnn.train.trials import Trials
+    from dynagnn.train.trials import Trials, epoch_seconds_of
 
     cands = {candidate_of(r): r["label"] for r in runnable_rows(report)}
     configs, failed = TrialConfigs(config, partial(with_plan, store_path, folder=folder)), {}
@@ -262,8 +255,7 @@ def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
     for c, trials in got.items():
         if c in failed or not trials:
             continue
-        seconds[cands[c]] = trial_seconds([t.step_seconds for t in trials]) / len(trials[0].step_seconds) \
-            * trials[0].steps_per_epoch
+        seconds[cands[c]] = epoch_seconds_of(trials)
     return seconds, {cands[c]: why for c, why in failed.items()}
 
 

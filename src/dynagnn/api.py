@@ -119,6 +119,8 @@ def train(store_path, out, config, resume=None, progress: bool = True, overwrite
 
     with tempfile.TemporaryDirectory(prefix="dynagnn-plan-") as folder:
         auto = None
+        if config.strategy == "auto":
+            check_auto_keys(config)
         if config.strategy == "auto" and config.model in BASELINE_MODELS:   # EdgeBank trains nothing to choose for
             config = scoring_config(store_path, config)
         elif config.strategy == "auto":
@@ -140,6 +142,18 @@ def scoring_config(store_path, config):
     return candidate_config(config, scorer, 1, config.threads or 1, carried(config))
 
 
+def check_auto_keys(config) -> None:
+    """An auto run's own keys, before anything runs: a malformed memory budget; workers or threads,
+    which auto chooses (``cores`` bounds them)."""
+    from dynagnn.train.strategies.auto import parse_budget
+
+    parse_budget(config.options.memory_budget)
+    for key, value, default in (("workers", config.workers, 1), ("threads", config.threads, None)):
+        if value != default:
+            raise ConfigError(f"{key} {value} with --strategy auto (the default): auto chooses the workers and "
+                              f"threads itself; give --cores (the cores it may fill), or name a strategy to set {key}")
+
+
 def choose_strategy(store_path: Path, out: Path, config, folder: Path, resume=None, overwrite: bool = False):
     """The choice of an auto run (:func:`dynagnn.train.strategies.auto.resolve`): the out-dir checked
     first (nothing is timed for a run that could not write), a group candidate's trials planned as its
@@ -149,17 +163,14 @@ def choose_strategy(store_path: Path, out: Path, config, folder: Path, resume=No
     from dynagnn.distributed.launch import under_torchrun
     from dynagnn.models.baselines import BASELINE_MODELS
     from dynagnn.train.engine import out_dir_refusal
-    from dynagnn.train.strategies.auto import parse_budget, previous_choice, resolve
+    from dynagnn.train.strategies.auto import check_run, previous_choice, resolve
 
     if under_torchrun():
-        raise ConfigError("--strategy auto under torchrun: the chooser's trials start their own processes; name "
-                          "the strategy (an auto.json of a run on one machine says which it chose)")
-    parse_budget(config.options.memory_budget)   # a malformed budget is refused before anything runs
-    for key, value, default in (("workers", config.workers, 1), ("threads", config.threads, None)):
-        if value != default:
-            raise ConfigError(f"{key} {value} with --strategy auto: auto chooses the workers and threads itself; "
-                              f"give --cores (the cores it may fill), or name a strategy to set {key}")
-    reason = out_dir_refusal(out, config, open_store(store_path).checksum, overwrite, resume)
+        raise ConfigError("--strategy auto (the default) under torchrun: the chooser's trials start their own "
+                          "processes; name the strategy (an auto.json of a run on one machine says which it chose)")
+    store = open_store(store_path)
+    check_run(store, config)   # the model's and task's errors first, as a named strategy's run gives them
+    reason = out_dir_refusal(out, config, store.checksum, overwrite, resume)
     if reason:
         raise ConfigError(reason)
     if resume is not None:

@@ -94,7 +94,7 @@ def test_an_option_of_one_family_with_auto_names_the_family():
 
 
 def test_workers_and_threads_are_auto_s_to_choose(store, tmp_path):
-    with pytest.raises(ConfigError, match="workers 2 with --strategy auto: auto chooses the workers"):
+    with pytest.raises(ConfigError, match=r"workers 2 with --strategy auto \(the default\): auto chooses the workers"):
         api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", workers=2, **TINY))
     assert not (tmp_path / "run").exists()
 

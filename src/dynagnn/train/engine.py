@@ -349,7 +349,8 @@ RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "
 # the strategy and its options, the workers, the store): a finished run that differs only in them is
 # this run again, replaced with a warning naming them (the plan is a path: a temporary one for a plan
 # made at start).
-TUNING_KEYS = ("lr", "weight_decay", "epochs", "patience", "warmup_epochs", "seed", "device", "threads", "plan")
+TUNING_KEYS = ("lr", "weight_decay", "epochs", "patience", "warmup_epochs", "seed", "device", "threads", "plan",
+               "memory_budget", "trial_share", "cores", "predictor")   # the last four: how auto chooses
 # Where a run's outputs go when its out-dir cannot take them (a full disk): this variable, else
 # <the system's temporary folder>/dynagnn-rescue.
 RESCUE_ENV = "DYNAGNN_RESCUE_DIR"
@@ -546,6 +547,8 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
                    "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
                    "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
                    "model.pt": lambda tmp: tmp.write_bytes(model_bytes), **files})
+    if auto is None:   # an earlier auto run's choice is not this run's (the compare figure reads it)
+        (out / "auto.json").unlink(missing_ok=True)
     return metrics, timings
 
 

@@ -160,9 +160,9 @@ def _procs(config) -> int:
 def _splits(config) -> str:
     """What the strategy divides among its workers: "vertices", "snapshots" or "" (nothing)."""
     name = config.strategy
-    if name in ("vertex", "tgnn", "tgnn_depcomm"):
+    if name == "vertex" or name.startswith("tgnn"):   # Sven's memory rows, by owner
         return "vertices"
-    if name in ("snapshot", "group", "group_frames", "blad", "blad_nm"):
+    if name in ("snapshot", "group", "group_frames", "blad_nm", "blad_even"):
         return "snapshots"
     return ""
 

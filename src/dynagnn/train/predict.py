@@ -58,7 +58,6 @@ DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
 # slowest, gloo's rendezvous of each collective, the loss and metrics gathered; 4 ms per step on this
 # 2-core machine, read off the trials of group (1x2) and vertex (2x1) against sequential on tiny steps
 STEP_SYNC_SECONDS = 4e-3
-PLAIN = {"snapshot": "sequential", "event": "events", "sampled": "sampled"}
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
 
 
@@ -82,8 +81,8 @@ class Base:
     memory_dim: int = 0
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
     build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
-    measure_seconds: float = 0.0  # what measuring this base took
-    plain: dict | None = None     # the plain loop's candidates -> their timed rounds: their trials already
+    plain: dict | None = None     # the timed candidates -> their rounds: their trials already
+    gpu: bool = False             # a worker per GPU: the workers divide the compute, the threads feed them
 
     def epoch(self, threads: int) -> float:
         """E(t): Amdahl's law through the measured thread counts."""
@@ -100,10 +99,21 @@ class Base:
 def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
     """The predicted epoch seconds of ``candidate`` (an :class:`~dynagnn.train.strategies.auto.Candidate`)
     from ``base``: compute, then communication (module docstring)."""
+    if base.gpu:   # each worker's GPU does its share; the threads only feed it
+        compute = base.epoch(candidate.threads) / candidate.workers
+    else:
+        # P processes of t threads share the step's parallel part P·t ways; the serial part (dispatch,
+        # the Python of each operator, the recurrence's small products) every process pays in full
+        compute = base.epoch(candidate.threads * candidate.processes)
+    return compute * option_factor(candidate, base) + communication(candidate, base, link)
+
+
+def option_factor(candidate, base: Base) -> float:
+    """What ``candidate``'s options multiply its compute by: PiPAD's frames (the overlap aggregated
+    once, the first layer's aggregation reused across windows), ESDG's checkpointing (one more
+    forward)."""
     opts = dict(candidate.options)
-    # P processes of t threads share the step's parallel part P·t ways; the serial part (dispatch, the
-    # Python of each operator, the recurrence's small products) every process pays in full: Amdahl at P·t
-    compute = base.epoch(candidate.threads * candidate.processes)
+    factor = 1.0
     frame = int(opts.get("frame_size", 1))
     if candidate.strategy in ("frames", "group_frames") and frame > 1:
         from dynagnn.schedule.tuner import traffic_speedup
@@ -112,11 +122,10 @@ def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
         saved = base.agg_share * (1 - 1 / float(traffic_speedup(frame, overlap)))
         if base.window > 1 and not base.carry:   # the first layer's forward aggregation, once per snapshot, not per window
             saved += base.agg_share / base.layers * base.fwd_share * (1 - 1 / base.window)
-        compute *= max(0.05, 1 - saved)
-    blocks = int(opts.get("checkpoint_blocks", 1))
-    if blocks > 1:   # every block's forward re-run from its checkpoint (train/checkpoint.py: one more forward)
-        compute *= 1 + base.fwd_share
-    return compute + communication(candidate, base, link)
+        factor *= max(0.05, 1 - saved)
+    if int(opts.get("checkpoint_blocks", 1)) > 1:   # every block's forward re-run from its checkpoint
+        factor *= 1 + base.fwd_share
+    return factor
 
 
 def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
@@ -143,7 +152,7 @@ def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float
     return per_step * base.steps
 
 
-def _carried_snapshots(config, store) -> int | None:
+def carried_snapshots(config, store) -> int | None:
     """The training sequence's snapshots where ``config`` (a window strategy's) carries the state
     through it (PyG Temporal's loop: a step is the whole sequence), else None."""
     import torch
@@ -153,20 +162,32 @@ def _carried_snapshots(config, store) -> int | None:
     return len(split.train) if sequence == "carry" else None
 
 
-def measure_base(store, config, model, cores: int, measure, rounds: int = 2) -> Base:
+def measure_base(store, config, model, cores: int, measure, rounds: int = 2, cands=None) -> Base:
     """The :class:`Base` of a run (module docstring): its plain loop timed at 1 and ``cores`` threads,
     interleaved over ``rounds`` rounds after a warm-up round, the per-step medians summed (the frame
     tuner's rule); the aggregation share, the overlap rates of frames and the vertex split's halo of
     a sample of snapshots. ``model``: the run's model, built (its parameters and GCN layers are
     counted); ``measure(candidate) -> Trial``: the next round of a candidate's trial (the chooser's
-    :class:`~dynagnn.train.trials.Trials`, which keeps these trainers for the candidates' trials)."""
+    :class:`~dynagnn.train.trials.Trials`, which keeps these trainers for the candidates' trials);
+    ``cands``: the one-process candidates to time instead of the plain loop (the plain loop over the
+    memory budget: one that fits, its options' factor divided out)."""
     from dynagnn.models import model_kind
-    from dynagnn.schedule.tuner import interleaved, trial_seconds
-    from dynagnn.train.strategies.auto import Candidate, chosen_config
+    from dynagnn.schedule.tuner import interleaved
+    from dynagnn.train.strategies.auto import PLAIN, Candidate, chosen_config
+    from dynagnn.train.trials import epoch_seconds_of
 
     kind = model_kind(config.model)
-    plain = [Candidate(PLAIN[kind], 1, t) for t in sorted({1, max(1, int(cores))})]
-    t0 = time.perf_counter()
+    if not cands:
+        cands = [Candidate(PLAIN[kind], 1, t) for t in sorted({1, max(1, int(cores))})]
+    params = sum(p.numel() for p in model.parameters())
+    base = dict(seconds={}, steps=1, params=params, num_nodes=int(store.num_nodes), window=int(config.window),
+                hidden=int(config.hidden), memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
+                gpu=config.device.startswith("cuda"))
+    sequence = carried_snapshots(chosen_config(config, Candidate(PLAIN[kind])), store) if kind == "snapshot" else None
+    if sequence is not None:
+        base.update(window=sequence, carry=True)
+    if kind == "snapshot":
+        base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
     first = {}
 
     def timed(c):   # the first round of each builds its trainer: that round's time beyond its steps is the build
@@ -174,21 +195,11 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2) -> 
         trial = measure(c)
         first.setdefault(c, time.perf_counter() - t - sum(trial.step_seconds) * (1 + 1 / len(trial.step_seconds)))
         return trial
-    trials = interleaved(plain, timed, rounds)
-    seconds = {c.threads: trial_seconds([x.step_seconds for x in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
-               for c, got in trials.items()}
-    steps_per_epoch = next(iter(trials.values()))[0].steps_per_epoch
-    params = sum(p.numel() for p in model.parameters())
-    base = dict(seconds=seconds, steps=steps_per_epoch, params=params, num_nodes=int(store.num_nodes),
-                window=int(config.window), hidden=int(config.hidden),
-                memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
-                build_seconds=max(0.0, min(first.values())), measure_seconds=time.perf_counter() - t0,
+    trials = interleaved(cands, timed, rounds)
+    shape = Base(**base)
+    base.update(seconds={c.threads: epoch_seconds_of(got) / option_factor(c, shape) for c, got in trials.items()},
+                steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())),
                 plain={c: got for c, got in trials.items()})
-    sequence = _carried_snapshots(chosen_config(config, plain[0]), store) if kind == "snapshot" else None
-    if sequence is not None:
-        base.update(window=sequence, carry=True)
-    if kind == "snapshot":
-        base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
     return Base(**base)
 
 
@@ -303,4 +314,4 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "with_predictor", "communication", "measure_base", "predict", "spearman"]
+__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "carried_snapshots", "option_factor", "with_predictor", "communication", "measure_base", "predict", "spearman"]

@@ -61,6 +61,15 @@ def _picks(n: int, steps: int) -> list[int]:
     return sorted({int(round(i * (n - 1) / (steps - 1))) for i in range(steps)}) if steps > 1 else [0]
 
 
+def epoch_seconds_of(rounds: list[Trial]) -> float:
+    """The epoch seconds a candidate's timed rounds predict: the per-step medians over the rounds
+    summed (the frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`) and scaled from the timed
+    steps to the epoch's step count."""
+    from dynagnn.schedule.tuner import trial_seconds
+
+    return trial_seconds([t.step_seconds for t in rounds]) / len(rounds[0].step_seconds) * rounds[0].steps_per_epoch
+
+
 def _memory_now(gpu: bool) -> float:
     return float(torch.cuda.memory_allocated() if gpu else current_rss_bytes())
 
@@ -160,35 +169,46 @@ class Trials:
     ``rounds``: how many a candidate of several processes will be asked for (its job runs them all at
     its first). :meth:`close` releases the kept trainers."""
 
-    def __init__(self, store_path, steps: int = 4, rounds: int = 3):
-        self.store_path, self.steps, self.rounds = store_path, int(steps), int(rounds)
-        self.kept: dict = {}       # key -> (trainer, memory before it was built)
+    def __init__(self, store_path, steps: int = 4, rounds: int = 3, budget: float | None = None):
+        self.store_path, self.steps, self.rounds, self.budget = store_path, int(steps), int(rounds), budget
+        self.kept: dict = {}       # key -> (trainer, the memory its first round took)
         self.queued: dict = {}     # key -> the rounds of its job not handed out yet
+        self.held = 0.0            # the predicted peaks of the kept trainers
 
-    def measure(self, key, config: TrainConfig) -> Trial:
+    def measure(self, key, config: TrainConfig, peak: float = 0.0) -> Trial:
+        """The next round of candidate ``key``'s trial; ``peak``: its predicted peak bytes (a trainer
+        is kept only while the kept ones' peaks fit ``budget``: else it is built for each round)."""
         procs = int(config.workers) * config.strategy_cls.procs_per_worker
         # a job of its own; a GPU's peak per trial; BGL's stages, whose sampler processes and fetch
-        # thread a kept trainer would leave running beside the next candidate's steps
-        if procs > 1 or config.device.startswith("cuda") or "sampled" in config.strategy_cls.models:
+        # thread a kept trainer would leave running beside the next candidate's steps; a trainer the
+        # memory budget cannot hold beside those kept
+        over = self.budget is not None and key not in self.kept and self.held + peak > self.budget
+        if procs > 1 or config.device.startswith("cuda") or "sampled" in config.strategy_cls.models or over:
             if not self.queued.get(key):
                 self.queued[key] = _run(self.store_path, config, self.steps, self.rounds if procs > 1 else 1)
             return self.queued[key].pop(0)
         with caller_state_kept():
             torch.set_num_threads(int(config.threads or torch.get_num_threads()))
-            if key not in self.kept:
+            first = key not in self.kept
+            if first:
                 before = _memory_now(False)
                 self.kept[key] = (_build(None, self.store_path, config), before)
-            tr, before = self.kept[key]
+                self.held += peak
+            tr, took = self.kept[key]
             try:
                 seconds, n = _timed_steps(tr, self.steps)
             finally:
                 _quiesce(tr.strategy)
-            return Trial(tuple(seconds), n, _peak(False, before))
+            if first:   # the RSS its build and first round added (later rounds' RSS holds the others' too)
+                took = _peak(False, took)
+                self.kept[key] = (tr, took)
+            return Trial(tuple(seconds), n, took)
 
     def close(self) -> None:
         for tr, _ in self.kept.values():
             tr.strategy.close()
         self.kept.clear()
+        self.held = 0.0
 
     def __enter__(self) -> "Trials":
         return self
@@ -197,4 +217,4 @@ class Trials:
         self.close()
 
 
-__all__ = ["Trial", "Trials", "candidate_config", "run_trial"]
+__all__ = ["Trial", "Trials", "candidate_config", "epoch_seconds_of", "run_trial"]

@@ -1,9 +1,10 @@
-"""The chooser's candidates and its rule (issue 30, ``--strategy auto``; this module is its first part).
+"""``--strategy auto`` (issue 30): the chooser's candidates, its trials, its rule and its report.
 
 :func:`candidates` enumerates, from the strategy registry, every way to train a run on the cores or
 devices given: each strategy that is not a paper's baseline (``Strategy.baseline_of``), at each
 worker count the machine allows, with the options that change its speed (frame size, checkpoint
-blocks, transfer), and the processes against threads split of the cores. A candidate that cannot run
+blocks, the graph difference on a GPU, micro-batches, one cache level or two), and the processes
+against threads split of the cores (each split also at one thread per process). A candidate that cannot run
 is kept with its reason (the model's contract rules the strategy out, the store has too few
 snapshots or vertices for the workers, a GPU-only strategy on a CPU), never dropped silently.
 
@@ -35,7 +36,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from dynagnn.errors import ConfigError, DynagnnError, one_line
+from dynagnn.errors import ConfigError, one_line
 from dynagnn.train.options import SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Strategy
 from dynagnn.train.strategies.events import EventOptions
@@ -48,7 +49,8 @@ SIMPLER = ("sequential", "frames", "vertex", "snapshot", "group", "group_frames"
 TIE = 0.02          # measured epochs within 2% of each other are a tie
 FRAME_SIZES = (2, 4, 8, 16)
 SPLITTERS = ("vertex", "snapshot", "tgnn")   # strategies whose only point is the split among workers
-PLAIN_STRATEGIES = ("sequential", "events", "sampled")   # the one-process loop of each model kind
+PLAIN = {"snapshot": "sequential", "event": "events", "sampled": "sampled"}   # the one-process loop of each model kind
+PLAIN_STRATEGIES = tuple(PLAIN.values())
 CHECKPOINT_BLOCKS = (1, 2, 4)
 MICRO_BATCHES = (1, 2, 4)
 
@@ -73,6 +75,12 @@ class Candidate:
     def label(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options)
         return f"{self.strategy} {self.workers}x{self.procs}x{self.threads}t" + (f" ({opts})" if opts else "")
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Candidate":
+        """The candidate of a row of ``auto.json``'s candidates."""
+        return cls(row["strategy"], int(row["workers"]), int(row["threads"]), tuple(row["options"].items()),
+                   int(row["processes_per_worker"]))
 
     def simplicity(self) -> tuple:
         """The tie-break key: fewer processes, then the plainer strategy, then fewer options set."""
@@ -115,9 +123,9 @@ def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 
     (``snapshot``, ``event``, ``sampled``); ``cores``: the CPU cores the run may use; ``gpus``: the
     devices on a GPU (a worker per GPU); ``refusal(strategy_class, workers, options) -> str | None``:
     why the run's model, task and store rule that strategy out at that worker count with those options
-    (the contract check and the strategy's own ``check``), None where it can run. A process of one
-    worker is tried with all its cores' threads and with one (on a small step one thread can be the
-    faster: the pool's hand-offs cost more than they share). ``given``: options the run fixed (none of
+    (the contract check and the strategy's own ``check``), None where it can run. Each split of the
+    cores is also tried at one thread per process (on a small step one thread can be the faster: the
+    pool's hand-offs cost more than they share). ``given``: options the run fixed (none of
     their values is tried)."""
     from dynagnn.train.strategies import STRATEGIES
 
@@ -199,7 +207,7 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
             return None
         try:
             return measure(c)
-        except (DynagnnError, RuntimeError, OSError) as exc:
+        except Exception as exc:   # noqa: BLE001 (a strategy's step may raise anything: the run trains another)
             failed[c] = f"its trial failed: {one_line(exc)}"
             log.warning("auto: %s %s", c.label(), failed[c])
             return None
@@ -213,13 +221,12 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
 
 
 def _epochs(trials: dict) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
-    """({candidate: epoch seconds}, {candidate: peak bytes}) of each candidate's timed rounds: the
-    per-step medians over the rounds, summed and scaled to the epoch's step count."""
-    from dynagnn.schedule.tuner import trial_seconds
+    """({candidate: epoch seconds}, {candidate: peak bytes}) of each candidate's timed rounds
+    (:func:`dynagnn.train.trials.epoch_seconds_of`)."""
+    from dynagnn.train.trials import epoch_seconds_of
 
-    seconds = {c: trial_seconds([t.step_seconds for t in got]) / len(got[0].step_seconds) * got[0].steps_per_epoch
-               for c, got in trials.items()}
-    return seconds, {c: max(t.peak_bytes for t in got) for c, got in trials.items()}
+    return ({c: epoch_seconds_of(got) for c, got in trials.items()},
+            {c: max(t.peak_bytes for t in got) for c, got in trials.items()})
 
 
 def run_refusal(store, config, model):
@@ -407,22 +414,38 @@ def chosen_config(config, cand: Candidate):
     return candidate_config(config, cand.strategy, cand.workers, cand.threads, {**dict(cand.options), **carried(config)})
 
 
-def plain_model(store, config):
-    """The run's model, built as its plain strategy builds it, without drawing from the caller's stream."""
-    import torch
-
+def plain_strategy(config):
+    """The auto run's plain one-process loop (:data:`PLAIN` of its model's kind),
+    with the options it carries that the loop takes (an event model's widths)."""
     from dynagnn.models import model_kind
-    from dynagnn.train.predict import PLAIN
     from dynagnn.train.trials import candidate_config
 
     cls = _strategy(PLAIN[model_kind(config.model)])
     given = {k: v for k, v in carried(config).items() if k in cls.settable()}
-    with torch.random.fork_rng(devices=[]):   # the widths it is given (an event model's memory_dim)
-        plain = cls(candidate_config(config, cls.name, 1, 1, given))
+    return cls(candidate_config(config, cls.name, 1, 1, given))
+
+
+def plain_model(store, config):
+    """The run's model, built as its plain strategy builds it, without drawing from the caller's stream."""
+    import torch
+
+    plain = plain_strategy(config)
+    with torch.random.fork_rng(devices=[]):
         return plain.build_model(plain.input_dim(store))
 
 
-def _peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
+def check_run(store, config) -> None:
+    """The run's model and task as its plain loop builds them (a task the store's labels cannot serve,
+    a model of another kind): their one-line errors before the out-dir's and before any trial."""
+    import torch
+
+    plain = plain_strategy(config)
+    with torch.random.fork_rng(devices=[]):   # the task's negatives draw from a generator of their own seed
+        plain.make_task(store)
+        plain.build_model(plain.input_dim(store))
+
+
+def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
     """Each candidate's predicted peak bytes (:func:`dynagnn.train.memory_model.predict_peak_bytes`),
     one prediction per strategy, worker count and options (a process's memory is not its threads')."""
     from dynagnn.train.memory_model import predict_peak_bytes
@@ -442,18 +465,20 @@ def _strategy(name: str):
     return strategy_class(name)
 
 
-def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0) -> float:
-    """Seconds a trial of ``c`` is expected to take: its rounds (the first a warm-up) of a warm-up step
-    and the timed steps, its trainer's build (``build_s``, the plain loop's, measured; once per process
-    and job), its processes' start once (one job runs its rounds) and a plan where it needs one."""
+def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> float:
+    """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of a warm-up
+    step and ``steps`` timed steps, its trainer's build (``build_s``, the plain loop's, measured; once
+    per process and job), its processes' start once (one job runs its rounds) and a plan where it
+    needs one."""
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
-    return (TRIAL_ROUNDS + 1) * (TRIAL_STEPS + 1) * per_step + build_s + start + plan
+    return (rounds + 1) * (min(steps, steps_per_epoch) + 1) * per_step + build_s + start + plan
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                at_least: int = 2) -> list[Candidate]:
+                at_least: int = 2, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> list[Candidate]:
     """The candidates to time, in predicted order: the plain one-process loops (the ones every
     technique must beat; their trainers are warm from the prediction's measurement), then the best
     predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
@@ -464,7 +489,7 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
     picked, spent = list(plain), 0.0   # the plain loops' rounds are the prediction's measurement: paid
 
     def cost(c):
-        return _trial_cost(c, predicted[c], steps_per_epoch, build_s)
+        return _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds)
     for c in order:
         if c not in picked and spent + cost(c) <= budget_s:
             picked.append(c)
@@ -497,15 +522,34 @@ class TrialConfigs(dict):
         return cfg
 
 
+def run_candidates(store, config, model=None) -> list[Candidate]:
+    """The candidates of the auto run ``config`` on ``store`` (:func:`candidates`), on its ``cores``
+    (else the cores this process may use) or the GPUs visible, its run's refusals and carried options
+    applied; in a carried sequence, frame sizes up to the sequence (at most the largest tried), not
+    the unused window. ``model``: the run's model built (:func:`plain_model` by default)."""
+    import torch
+
+    from dynagnn.distributed.launch import available_cores
+    from dynagnn.models import model_kind
+    from dynagnn.train.predict import carried_snapshots
+
+    kind = model_kind(config.model)
+    model = plain_model(store, config) if model is None else model
+    window = int(config.window)
+    if kind == "snapshot":
+        sequence = carried_snapshots(chosen_config(config, Candidate(PLAIN[kind])), store)
+        window = min(sequence, max(FRAME_SIZES)) if sequence is not None else window
+    gpus = torch.cuda.device_count() if config.device.startswith("cuda") else 0
+    return candidates(kind, cores=int(config.options.cores or available_cores()), device=config.device, gpus=gpus,
+                      window=window, refusal=run_refusal(store, config, model), given=carried(config))
+
+
 def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> Choice:
     """The :class:`Choice` of the auto run ``config`` on ``store_path`` (module docstring).
     ``planned(config) -> config``: the config with a plan where its strategy trains by one (the
     API's :func:`~dynagnn.api.with_plan`); trials of a group candidate need it."""
-    import torch
-
     from dynagnn.data.store import open_store
     from dynagnn.distributed.launch import available_cores
-    from dynagnn.models import model_kind
     from dynagnn.train.predict import DEFAULT_LINK, measure_base, predict, spearman, with_predictor
     from dynagnn.train.trials import Trials
 
@@ -513,12 +557,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     budget = parse_budget(o.memory_budget)
     t0 = time.perf_counter()
     store = open_store(store_path)
-    kind = model_kind(config.model)
     model = plain_model(store, config)
     cores = int(o.cores or available_cores())
-    gpus = torch.cuda.device_count() if config.device.startswith("cuda") else 0
-    cands = candidates(kind, cores=cores, device=config.device, gpus=gpus, window=int(config.window),
-                       refusal=run_refusal(store, config, model), given=carried(config))
+    cands = run_candidates(store, config, model)
     runnable = [c for c in cands if c.reason is None]
     if not runnable:
         reasons = "; ".join(sorted({f"{c.strategy}: {c.reason}" for c in cands}))
@@ -527,7 +568,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         budget_used, budget_from = free_memory(config.device), "free memory"
     else:
         budget_used, budget_from = budget, "--memory-budget"
-    peak = _peaks(store, config, runnable)
+    peak = peaks(store, config, runnable)
     fits = [c for c in runnable if peak[c] <= budget_used]
     if not fits:
         smallest = min(runnable, key=peak.get)
@@ -538,16 +579,23 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         first = next(c for c in multi if c.reason) if any(c.reason for c in multi) else multi[0]
         log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
                  first.label(), first.reason or "over the memory budget")
-    with Trials(store_path, steps, rounds + 1) as live:   # the plain loop's trainers kept for its trials too
+    # the plain loop's trainers kept for its trials too, as many trainers as the budget holds at once
+    with Trials(store_path, steps, rounds + 1, budget=budget_used) as live:
         configs = TrialConfigs(config, planned)
-        base = measure_base(store, config, model, cores, lambda c: live.measure(c, configs[c]), rounds)
+
+        def measure(c):
+            return live.measure(c, configs[c], peak.get(c, 0.0))
+        one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
+        plain = [c for c in one if c.strategy in PLAIN_STRATEGIES and not c.options]
+        base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None)
         link = DEFAULT_LINK
         if o.predictor:   # the profile stage's cost model and channel costs for this device
             base, link = with_predictor(base, o.predictor, store, config)
         predicted = {c: predict(c, base, link) for c in fits}
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
-        tried = pick_trials(predicted, share_s, base.steps, base.build_seconds) if len(fits) > 1 else list(fits)
+        tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds)
+                 if len(fits) > 1 else list(fits))
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
         if len(tried) == 1:
@@ -555,11 +603,13 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         else:   # the plain loop's rounds are the base's (timed interleaved there); the others' here
             done = {c: got for c, got in (base.plain or {}).items() if c in tried}
             seconds, measured_peak = _epochs(done)
-            more, peaks = trial_candidates(store_path, config, [c for c in tried if c not in done], steps=steps,
-                                           rounds=rounds, measure=lambda c: live.measure(c, configs[c]), failed=failed)
+            more, more_peak = trial_candidates(store_path, config, [c for c in tried if c not in done], steps=steps,
+                                           rounds=rounds, measure=measure, failed=failed)
             seconds.update(more)
-            measured_peak.update(peaks)
+            measured_peak.update(more_peak)
         trial_s = time.perf_counter() - t_trials
+    if not seconds:
+        raise ConfigError("auto: no candidate's trial ran: " + "; ".join(f"{c.label()}: {w}" for c, w in failed.items()))
     chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
     why.update(failed)
     for c in runnable:
@@ -582,7 +632,11 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
                          "predictor": o.predictor,
                          "trainer_build_seconds": base.build_seconds}})
     line = summary_line(seconds, chosen, cands)
-    return Choice(chosen_config(config, chosen), config, rep, line)
+    if len(tried) == 1:   # nothing else could run: its epoch is the prediction, not a trial's
+        rep["candidates"][cands.index(chosen)]["epoch_seconds"] = None
+        line += " (predicted: the one candidate, not timed)"
+    # the config its trials ran (a group candidate's plan: trained by the plan it was timed with)
+    return Choice(configs.get(chosen) or chosen_config(config, chosen), config, rep, line)
 
 
 def previous_choice(out, config) -> Choice | None:
@@ -597,8 +651,7 @@ def previous_choice(out, config) -> Choice | None:
     try:
         rep = json.loads(path.read_text())
         row = next(r for r in rep["candidates"] if r["chosen"])
-        cand = Candidate(row["strategy"], int(row["workers"]), int(row["threads"]), tuple(row["options"].items()),
-                         int(row["processes_per_worker"]))
+        cand = Candidate.from_row(row)
     except (ValueError, KeyError, StopIteration, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not an auto.json a run wrote ({type(exc).__name__}); resume names a strategy "
                           "instead, or train anew") from None
