@@ -483,7 +483,28 @@ def _warm_imports(config, store_path=None) -> None:
 
 
 def _peak_rss() -> int:
+    """This process's peak resident bytes since its start or :func:`_reset_peak_rss`: the memory map's
+    high-water mark (VmHWM), which an exec starts afresh. Not ``ru_maxrss``: a spawned child keeps
+    the parent's size at its fork in it (the pages it shared before the exec), so a child of a large
+    process would read the parent's size as its own peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+
+
+def _reset_peak_rss() -> None:
+    """Start the high-water mark afresh at the current size (Linux 4.0's clear_refs 5), so that the
+    imports' transient peak is not read as the run's; a system without it keeps the mark."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def _measure_here(ctx, store_path, config, steps: int) -> float:
@@ -500,8 +521,7 @@ def _measure_here(ctx, store_path, config, steps: int) -> float:
         before = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
     else:
-        # ru_maxrss cannot be reset: a run whose peak stays below the imports' own transient peak
-        # reads as that (a few MiB in a fresh process; the warm-up above allocates little)
+        _reset_peak_rss()   # the imports' transient peak is not the run's
         before = current_rss_bytes()
     tr = Trainer(store_path, config, progress=False, ctx=ctx, comm=Comm(ctx) if ctx is not None else None,
                  checked=ctx is not None)
