@@ -7,8 +7,9 @@ Per case (a dataset, a model, the loop's shape, a memory budget), in one session
    (a group candidate planned at start by :func:`dynagnn.api.with_plan`, as ``dynagnn train`` plans it);
 2. the exhaustive search: every candidate of auto's report that could run and fit the budget (the
    chosen one, the timed ones, and those left untimed only because the trials' share was spent),
-   each trained on real steps by :func:`dynagnn.train.trials.run_trial` (``K`` steps spread over the
-   epoch after a warm-up step, on its own processes where it has several) under the config auto
+   each trained on real steps as auto's trials train them (:class:`dynagnn.train.trials.Trials`:
+   ``K`` steps spread over the epoch after a warm-up step, a one-process candidate's trainer kept
+   between rounds, a job of several processes running its rounds at once) under the config auto
    would train it by, the candidates interleaved round by round (A B C A B C:
    :func:`dynagnn.schedule.tuner.interleaved`, the first round a warm-up left out) and each one's
    epoch the per-step medians over the rounds scaled to the epoch's steps (the tuner's

@@ -5,11 +5,13 @@ so that where it ranks candidates wrongly the note can say which term misled it:
 
 - **base**: the epoch of the plain one-process loop of the run's model kind (``sequential`` for a
   snapshot model, ``events`` for an event model, ``sampled`` for a sampled one), timed on real steps
-  of this run (:func:`dynagnn.train.trials.run_trial`: the same machinery as the trials) at 1 thread
-  and at the cores' count; another thread count is read off Amdahl's law through the two
-  (``E(t) = E(1)·(s + (1 - s)/t)``). This is the profile at start that the group strategy makes for a
-  model with no operator list, taken at the level of whole steps: it includes the head, the loss
-  and the optimiser, which an operator sum leaves out.
+  of this run at 1 thread and at the cores' count (the chooser's :class:`~dynagnn.train.trials.Trials`, whose kept trainers
+  then serve these candidates' trials); another thread count is read off Amdahl's law through the
+  two (``E(t) = E(1)·(s + (1 - s)/t)``). This is the profile at start that the group strategy makes
+  for a model with no operator list, taken at the level of whole steps: it includes the head, the
+  loss and the optimiser, which an operator sum leaves out. Where the plain loop is over the memory
+  budget, the fitting one-process candidate of the smallest peak is timed instead, its options'
+  factor divided out.
 - **aggregation share**: the share of a step spent in the graph aggregations (``Â·H``), measured at
   start on one snapshot: the model's step (:func:`dynagnn.cost.step_times.model_step_times`) against
   the sparse products of its GCN layers at the hidden width, forward and backward (about twice the
@@ -81,7 +83,6 @@ class Base:
     memory_dim: int = 0
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
     build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
-    plain: dict | None = None     # the timed candidates -> their rounds: their trials already
     gpu: bool = False             # a worker per GPU: the workers divide the compute, the threads feed them
 
     def epoch(self, threads: int) -> float:
@@ -198,8 +199,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     trials = interleaved(cands, timed, rounds)
     shape = Base(**base)
     base.update(seconds={c.threads: epoch_seconds_of(got) / option_factor(c, shape) for c, got in trials.items()},
-                steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())),
-                plain={c: got for c, got in trials.items()})
+                steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())))
     return Base(**base)
 
 

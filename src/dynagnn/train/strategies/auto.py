@@ -480,13 +480,15 @@ def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: f
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
                 at_least: int = 2, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> list[Candidate]:
     """The candidates to time, in predicted order: the plain one-process loops (the ones every
-    technique must beat; their trainers are warm from the prediction's measurement), then the best
+    technique must beat; their trainers are warm from the prediction's measurement, timed again
+    beside the others), then the best
     predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
     least ``at_least`` others, the best predicted of one process making up the number (a run too
     short to pay for a process's start is not made to pay it: its trials stay in this process)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
     plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
-    picked, spent = list(plain), 0.0   # the plain loops' rounds are the prediction's measurement: paid
+    picked = list(plain)   # their trainers are warm from the prediction's measurement: steps only
+    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds) for c in picked)
 
     def cost(c):
         return _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds)
@@ -600,13 +602,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         failed: dict[Candidate, str] = {}
         if len(tried) == 1:
             seconds, measured_peak = {tried[0]: predicted[tried[0]]}, {}
-        else:   # the plain loop's rounds are the base's (timed interleaved there); the others' here
-            done = {c: got for c, got in (base.plain or {}).items() if c in tried}
-            seconds, measured_peak = _epochs(done)
-            more, more_peak = trial_candidates(store_path, config, [c for c in tried if c not in done], steps=steps,
-                                           rounds=rounds, measure=measure, failed=failed)
-            seconds.update(more)
-            measured_peak.update(more_peak)
+        else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
+            seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
+                                                      measure=measure, failed=failed)
         trial_s = time.perf_counter() - t_trials
     if not seconds:
         raise ConfigError("auto: no candidate's trial ran: " + "; ".join(f"{c.label()}: {w}" for c, w in failed.items()))
