@@ -60,7 +60,8 @@ def test_a_baseline_fixes_its_own_options():
     config = TrainConfig.from_dict({"strategy": "sampled_static", "model": "graphsage"})
     assert (config.options.cache_policy, config.options.order) == ("static", "random")
     assert TrainConfig.from_dict({"strategy": "tgnn_hash"}).options.memory_partitioner == "hash"
-    with pytest.raises(ConfigError, match=r"^cache_policy: an option of sampled, sampled_random; "
+    # auto takes it too: it carries it to the sampled candidates
+    with pytest.raises(ConfigError, match=r"^cache_policy: an option of auto, sampled, sampled_random; "
                                           r"this run trains sampled_nocache$"):
         TrainConfig.of(strategy="sampled_nocache", cache_policy="fifo")
 
