@@ -60,7 +60,7 @@ def test_auto_pick_beside_the_compared_runs_and_its_trials(tmp_path):
         "at": ["sequential", "vertex", "auto", ""],     # group: timed by auto only, no run of it here
     }, columns=AUTO_COLUMNS)
     pd.testing.assert_frame_equal(trials, want)
-    assert strategy_labels(t) == ["vertex", "sequential", "snapshot", "auto →\nframes 1x1x2t\n(frame_size=4)"]
+    assert strategy_labels(t) == ["vertex", "sequential", "snapshot", "auto → frames 1x1x2t S4"]
 
     # a run labelled with its slot (sequential@1t2) is still the sequential strategy's
     relabelled = {("sequential@1t2" if k == "sequential" else k): v for k, v in runs.items()}

@@ -291,10 +291,10 @@ def strategy_comparison(table: pd.DataFrame, out_png: str | Path, title: str = "
                   "predicted (plan)": table[f"predicted_{col}"].fillna(0).tolist() + [0.0] * len(extra)}
         if col == "epoch_s" and table["replanned_epoch_s"].notna().any():
             series["re-planned from measured times"] = table["replanned_epoch_s"].fillna(0).tolist() + [0.0] * len(extra)
-        _grouped_bars(a, names + [f"{c}\n(auto's trial only)" for c in extra], series, xlabel="strategy",
-                      legend_size=7)
+        _grouped_bars(a, names + [f"{short_label(c)} (trial only)" for c in extra], series,
+                      xlabel="strategy", legend_size=7)
         a.set_ylabel(label)
-        a.tick_params(axis="x", labelrotation=20)
+        plt.setp(a.get_xticklabels(), rotation=40, ha="right", rotation_mode="anchor", fontsize=7)
     if len(timed):
         x = {s: i for i, s in enumerate(table["strategy"])} | {c: len(table) + i for i, c in enumerate(alone)}
         where = [x[at] if at else x[c] for at, c in zip(timed["at"], timed["candidate"])]
@@ -319,8 +319,16 @@ def strategy_labels(table: pd.DataFrame) -> list[str]:
     """The compare figure's tick of each run: its strategy, and an auto run's pick beside it
     (``auto →``, then the chosen candidate's label, its options on a line of their own)."""
     choice = table["auto_choice"] if "auto_choice" in table else pd.Series([""] * len(table))
-    return [f"{s} →\n" + c.replace(" (", "\n(") if isinstance(c, str) and c else str(s)
+    return [f"{s} → {short_label(c)}" if isinstance(c, str) and c else str(s)
             for s, c in zip(table["strategy"], choice)]
+
+
+def short_label(label: str) -> str:
+    """A candidate's label for a tick: ``frames 1x1x2t (frame_size=4)`` as ``frames 1x1x2t S4``
+    (``cb`` the checkpoint blocks, ``mb`` the micro-batches)."""
+    for key, short in (("frame_size=", "S"), ("checkpoint_blocks=", "cb"), ("micro_batches=", "mb")):
+        label = label.replace(key, short)
+    return label.replace(" (", " ").replace(", ", " ").replace(")", "")
 
 
 def stage_durations(times: pd.DataFrame, out_png: str | Path, title: str = "") -> list[Path]:
