@@ -318,7 +318,7 @@ def short_label(label: str | None) -> str:
 
 
 HEADER = (f"  {'dataset':<18s} {'model':<11s} {'loop':<17s} {'budget':>9s} {'run':>3s}  {'auto picks':<26s} "
-          f"{'best (exhaustive)':<26s} {'regret':>6s} {'rho':>5s} {'trials':>6s} {'resolve':>7s}")
+          f"{'best (exhaustive)':<26s} {'regret':>6s} {'rho':>5s} {'trials':>6s} {'resolve':>7s} {'mem p/m':>7s}")
 
 
 def table_row(r: dict) -> str:
@@ -326,10 +326,22 @@ def table_row(r: dict) -> str:
         return "   n/a" if _nan(x) else format(x, spec)
     return (f"  {r['dataset']:<18s} {r['model']:<11s} {r['loop']:<17s} {r['budget']:>9s} {r['candidates_run']:>3d}  "
             f"{short_label(r['chosen']):<26s} {short_label(r['best']):<26s} {f(r['regret'], '6.3f')} "
-            f"{f(r['spearman'], '5.2f')} {f(r['trial_share'], '6.1%')} {f(r['resolve_share'], '7.1%')}")
+            f"{f(r['spearman'], '5.2f')} {f(r['trial_share'], '6.1%')} {f(r['resolve_share'], '7.1%')} "
+            f"{f(r.get('memory_ratio', math.nan), '6.2f')}")
 
 
 # ---- the benchmark --------------------------------------------------------------------------------
+
+def memory_ratio(path: Path, choice) -> float:
+    """The memory model's predicted peak of auto's pick over its measured peak (a fresh process's,
+    :func:`dynagnn.train.memory_model.measure_peak_bytes`; its largest rank's for a job)."""
+    from dynagnn.train.memory_model import measure_peak_bytes
+
+    row = next(r for r in choice.report["candidates"] if r["chosen"])
+    if not row.get("predicted_peak_bytes"):
+        return math.nan
+    return row["predicted_peak_bytes"] / max(measure_peak_bytes(path, choice.config, steps=4), 1.0)
+
 
 def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int) -> tuple[dict, dict]:
     """(its table row, its details) of one case: auto's choice, then the exhaustive search."""
@@ -357,6 +369,7 @@ def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int) -> tu
         seconds, failed = exhaustive(path, config, choice.report, folder / "exhaustive", steps, rounds)
         took = time.perf_counter() - t0
     row.update(case_figures(choice.report, seconds))
+    row["memory_ratio"] = memory_ratio(path, choice)
     row.update({"trial_seconds_total": choice.report["trial_seconds_total"],
                 "resolve_seconds_total": choice.report["resolve_seconds_total"], "exhaustive_seconds": took})
     if failed:

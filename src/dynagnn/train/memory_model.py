@@ -118,11 +118,16 @@ def measured_snapshot(store, config) -> dict[str, float]:
     widths, its seed) steps through snapshot t-1 and then t, the representative training target
     (median edge count), and the saved bytes of the step at t are ``step``; the task's head scores t
     from that embedding (``head``, its loss inputs included); ``state``: the bytes of the recurrent
-    state a step hands on (a checkpoint block's boundary). Returns {"step", "head", "state", "t"}."""
+    state a step hands on (a checkpoint block's boundary). Returns {"step", "head", "state", "t",
+    "window": the snapshots a step back-propagates at once (a carried sequence's, or its tbptt piece),
+    "losses": the losses it holds (every snapshot's in a carried sequence)}."""
     from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 
     strategy = config.strategy_cls(config)
-    task, split, _, window = strategy.make_task(store)
+    task, split, sequence, window = strategy.make_task(store)
+    losses = 1
+    if sequence == "carry":   # a step back-propagates the carried sequence (or a tbptt piece) at once, every loss in it
+        window = int(getattr(config.options, "tbptt", None) or len(split.train) or 1)
     ends = list(split.train) or [store.num_snapshots - 2]
     t = _representative(store, ends)
     prev = max(t - 1, 0)
@@ -148,7 +153,7 @@ def measured_snapshot(store, config) -> dict[str, float]:
     head_bytes, _ = saved_bytes(lambda: task.loss(head, leaf, t, 0), params + (leaf,))
     state_bytes = sum(nb for s in new_state for _, nb in _storages(s))
     return {"step": float(step), "head": float(head_bytes), "state": float(state_bytes),
-            "embedding": float(h.numel() * h.element_size()), "t": t, "window": window}
+            "embedding": float(h.numel() * h.element_size()), "t": t, "window": window, "losses": losses}
 
 
 # ---- the terms ----------------------------------------------------------------------------------
@@ -274,7 +279,8 @@ def activation_bytes(store, config, measured: dict | None = None) -> float:
     of one window's loss (every worker computes the full loss where the vertices are split)."""
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
-    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + m["head"] + m["embedding"]
+    losses = m.get("losses", 1)
+    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + losses * (m["head"] + m["embedding"])
 
 
 def backward_bytes(store, config, measured: dict | None = None) -> float:
@@ -282,7 +288,7 @@ def backward_bytes(store, config, measured: dict | None = None) -> float:
     activations of one step plus the head's (ESTIMATED; module docstring of the constant)."""
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
-    return BACKWARD_SHARE * (s["snapshots"] * m["step"] + m["head"])
+    return BACKWARD_SHARE * (s["snapshots"] * m["step"] + m.get("losses", 1) * m["head"])
 
 
 def frames_bytes(store, config, measured: dict | None = None) -> float:
