@@ -105,14 +105,21 @@ def workers_of(launcher: psutil.Process) -> list[psutil.Process]:
     return [w for server in servers for w in server.children()]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Run:
     """``dynagnn train argv`` as a subprocess with its stderr read as it comes."""
 
     def __init__(self, argv: list[str], env: dict | None = None):
         self.tag = uuid.uuid4().hex
         env = {**os.environ, **(env or {}), "DYNAGNN_TEST_TAG": self.tag}
+        # as a shell starts a command: SIGINT at its default, whatever this test process inherited or was left
+        # with (an ignored SIGINT is inherited across exec, and the command would then never see a Ctrl-C)
         self.proc = subprocess.Popen([sys.executable, "-m", "dynagnn", "train", *argv], cwd=ROOT, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                                     preexec_fn=_default_sigint)
         self.err = b""
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
