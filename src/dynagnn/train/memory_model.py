@@ -493,14 +493,10 @@ def _peak_rss() -> int:
     high-water mark (VmHWM), which an exec starts afresh. Not ``ru_maxrss``: a spawned child keeps
     the parent's size at its fork in it (the pages it shared before the exec), so a child of a large
     process would read the parent's size as its own peak."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+    from dynagnn.timing import proc_bytes
+
+    peak = proc_bytes("/proc/self/status", "VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
 
 
 def _reset_peak_rss() -> None:

@@ -371,16 +371,12 @@ def free_memory(device: str) -> float:
         import torch
 
         return float(torch.cuda.mem_get_info(torch.device(device))[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
     import os
 
-    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    from dynagnn.timing import proc_bytes
+
+    available = proc_bytes("/proc/meminfo", "MemAvailable")
+    return float(available if available is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
 @dataclass
