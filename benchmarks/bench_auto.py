@@ -40,7 +40,8 @@ a tiny churn store with the checkpointing budget and england_covid's carried seq
 minutes; ``python -m benchmarks.bench_auto --quick`` too), ``DYNAGNN_BENCH_AUTO_CASES``
 (comma-separated words; a case is kept when its dataset, model or loop contains one), ``_STEPS``
 (the exhaustive trials' K, default 4), ``_ROUNDS`` (timed rounds after the warm-up, default 2),
-``_CORES`` (default 2), ``_HIDDEN`` (default 32).
+``_CORES`` (default 2), ``_HIDDEN`` (default 32), ``_DEVICE`` (``cuda``: the runs on the GPU, a worker per
+GPU, the budget the GPU's free memory; written as ``auto_cuda.csv``/``.json``).
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def cases(smoke: bool) -> list[Case]:
     ]
 
 
-def config_of(case: Case, path: Path, cores: int, hidden: int, budget=None):
+def config_of(case: Case, path: Path, cores: int, hidden: int, budget=None, device: str = "cpu"):
     """The auto run of ``case`` on ``path`` (``batch_windows: "all"`` made the training windows' count)."""
     from dynagnn.train.run_config import TrainConfig
 
@@ -187,7 +188,8 @@ def config_of(case: Case, path: Path, cores: int, hidden: int, budget=None):
         keys["batch_windows"] = len(training_ends(open_store(path), int(keys.get("window", 1))))
     if budget is not None:
         keys["memory_budget"] = int(budget)
-    return TrainConfig.of(**MODELS[case.model], strategy="auto", hidden=hidden, epochs=EPOCHS, cores=cores, **keys)
+    return TrainConfig.of(**MODELS[case.model], strategy="auto", hidden=hidden, epochs=EPOCHS, cores=cores,
+                          device=device, **keys)
 
 
 def checkpoint_budget(path: Path, config) -> float | None:
@@ -343,7 +345,7 @@ def memory_ratio(path: Path, choice) -> float:
     return row["predicted_peak_bytes"] / max(measure_peak_bytes(path, choice.config, steps=4), 1.0)
 
 
-def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int) -> tuple[dict, dict]:
+def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int, device: str = "cpu") -> tuple[dict, dict]:
     """(its table row, its details) of one case: auto's choice, then the exhaustive search."""
     from dynagnn.api import with_plan
     from dynagnn.train.strategies.auto import resolve
@@ -352,13 +354,13 @@ def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int) -> tu
            "candidates_run": 0, "chosen": None, "best": None, "regret": math.nan, "spearman": math.nan,
            "trial_share": math.nan, "resolve_share": math.nan, "error": None}
     path = case.store()
-    config = config_of(case, path, cores, hidden)
+    config = config_of(case, path, cores, hidden, device=device)
     if case.budget == "checkpoint":
         budget = checkpoint_budget(path, config)
         if budget is None:
             row["error"] = "no checkpointing candidate is predicted smaller than the others: no budget forces it"
         else:
-            config = config_of(case, path, cores, hidden, budget)
+            config = config_of(case, path, cores, hidden, budget, device)
             row["budget"] = f"{budget / 2**20:.1f}MiB"
     with tempfile.TemporaryDirectory(prefix="dynagnn-auto-bench-") as tmp:
         folder = Path(tmp)
@@ -399,10 +401,12 @@ def main(smoke: bool | None = None) -> dict:
     rounds = int(os.environ.get("DYNAGNN_BENCH_AUTO_ROUNDS", 2))
     cores = int(os.environ.get("DYNAGNN_BENCH_AUTO_CORES", 2))
     hidden = int(os.environ.get("DYNAGNN_BENCH_AUTO_HIDDEN", 32))
+    device = os.environ.get("DYNAGNN_BENCH_AUTO_DEVICE", "cpu")
     words = [w.strip().lower() for w in os.environ.get("DYNAGNN_BENCH_AUTO_CASES", "").split(",") if w.strip()]
     todo = [c for c in cases(smoke) if not words or any(w in c.words() for w in words)]
     load = os.getloadavg()[0]   # a busy machine's timings are no record: say so beside them
-    print(f"\n== --strategy auto against the exhaustive search: {len(todo)} cases, {cores} cores, hidden {hidden}; "
+    print(f"\n== --strategy auto against the exhaustive search: {len(todo)} cases, {cores} cores, "
+          f"device {device}, hidden {hidden}; "
           f"every runnable candidate timed on {steps} steps x {rounds} interleaved rounds after a warm-up round; "
           f"the trials' share of a {EPOCHS}-epoch run; load average {load:.2f} on {os.cpu_count()} CPUs at start")
     print(HEADER)
@@ -410,7 +414,7 @@ def main(smoke: bool | None = None) -> dict:
     t0 = time.perf_counter()
     for case in todo:
         try:
-            row, detail = run_case(case, cores, hidden, steps, rounds)
+            row, detail = run_case(case, cores, hidden, steps, rounds, device)
         except Exception as exc:   # one case's failure is its row
             row = {"dataset": case.dataset, "model": case.model, "loop": case.loop, "budget": case.budget or "free",
                    "candidates_run": 0, "chosen": None, "best": None, "regret": math.nan, "spearman": math.nan,
@@ -431,12 +435,12 @@ def main(smoke: bool | None = None) -> dict:
           f"{s['median_spearman']:.2f}; the matrix took {time.perf_counter() - t0:.0f} s")
     out = bench_dir() / "auto"
     out.mkdir(parents=True, exist_ok=True)
-    name = "auto_smoke" if smoke else "auto"
+    name = ("auto_smoke" if smoke else "auto") + ("" if device == "cpu" else f"_{device.split(':')[0]}")
     with open(out / f"{name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    result = {"cores": cores, "hidden": hidden, "steps": steps, "rounds": rounds, "epochs": EPOCHS, "load_average": load,
+    result = {"cores": cores, "device": device, "hidden": hidden, "steps": steps, "rounds": rounds, "epochs": EPOCHS, "load_average": load,
               "rows": rows,
               "summary": s, "cases": details}
     (out / f"{name}.json").write_text(json.dumps(_json_safe(result), indent=1))

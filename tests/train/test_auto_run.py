@@ -16,6 +16,8 @@ from dynagnn.train.predict import Base, STEP_SYNC_SECONDS, communication, predic
 from dynagnn.train.run_config import TrainConfig
 from dynagnn.train.strategies.auto import Candidate, parse_budget, pick_trials
 
+from tests.conftest import DEVICES
+
 from .conftest import small_store
 
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
@@ -26,16 +28,25 @@ def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("auto") / "link.zarr", num_snapshots=12)
 
 
-def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog):
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, device):
     caplog.set_level(logging.INFO, logger="dynagnn")
-    auto = TrainConfig.of(strategy="auto", **TINY)
+    auto = TrainConfig.of(strategy="auto", device=device, **TINY)
     metrics, _ = api.train(store, tmp_path / "auto", auto, progress=False)
     doc = json.loads((tmp_path / "auto" / "auto.json").read_text())
     row = next(r for r in doc["candidates"] if r["chosen"])
+    assert doc["device"] == device
+    if device == "cuda":   # the budget is the GPU's free memory; a worker per GPU, the graph difference tried
+        import torch
+
+        assert 0 < doc["memory_budget_bytes"] <= torch.cuda.get_device_properties(0).total_memory
+        assert all(r["workers"] <= torch.cuda.device_count() for r in doc["candidates"])
+        assert any(r["options"].get("transfer") == "diff" for r in doc["candidates"])
     assert set(metrics["auto_choice"]) == {doc["chosen"]} == {row["label"]}
     assert any(m.startswith("auto: " + doc["chosen"]) for m in caplog.messages)
     # the run that names the chosen candidate: the same losses and metrics, epoch by epoch
-    named = TrainConfig.of(strategy=row["strategy"], workers=row["workers"], threads=row["threads"], **row["options"], **TINY)
+    named = TrainConfig.of(strategy=row["strategy"], workers=row["workers"], threads=row["threads"], device=device,
+                           **row["options"], **TINY)
     direct, _ = api.train(store, tmp_path / "named", named, progress=False)
     cols = ["loss"] + [c for c in direct.columns if c.startswith(("val_", "test_"))]
     pd.testing.assert_frame_equal(metrics[cols], direct[cols])
