@@ -335,14 +335,16 @@ def table_row(r: dict) -> str:
 # ---- the benchmark --------------------------------------------------------------------------------
 
 def memory_ratio(path: Path, choice) -> float:
-    """The memory model's predicted peak of auto's pick over its measured peak (a fresh process's,
-    :func:`dynagnn.train.memory_model.measure_peak_bytes`; its largest rank's for a job)."""
+    """The memory model's predicted peak of auto's pick over its measured peak (a fresh process's over
+    one whole epoch of training steps, :func:`dynagnn.train.memory_model.measure_peak_bytes`; its
+    largest rank's for a job): four steps spread over the epoch missed what grows with the epoch (the
+    CollegeMsg loop's resident set doubled over its 134 steps before the feeder made its copies first)."""
     from dynagnn.train.memory_model import measure_peak_bytes
 
     row = next(r for r in choice.report["candidates"] if r["chosen"])
     if not row.get("predicted_peak_bytes"):
         return math.nan
-    return row["predicted_peak_bytes"] / max(measure_peak_bytes(path, choice.config, steps=4), 1.0)
+    return row["predicted_peak_bytes"] / max(measure_peak_bytes(path, choice.config, steps=None), 1.0)
 
 
 def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int, device: str = "cpu") -> tuple[dict, dict]:

@@ -297,7 +297,9 @@ class FrameEngine:
         part = self._dev_parts.get(key)
         if part is None:
             host = self._host_part(b, s)
-            part = host.to(self.device, non_blocking=True) if self.gpu else host.clone()
+            # on a CPU the host's partition is the device's: a clone made inside a step would be a
+            # long-lived block among its temporaries, which fragments the heap (SnapshotFeeder._preload)
+            part = host.to(self.device, non_blocking=True) if self.gpu else host
             self.counts["bytes_fed"] += part.nbytes
             if self.timer is not None:
                 self.timer.add_bytes("partition", part.nbytes)

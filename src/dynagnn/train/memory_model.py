@@ -67,6 +67,13 @@ ALLOCATOR_SLACK = 2.0
 #: builds): freed after the load but kept by the heap. ESTIMATED from the resident memory after the
 #: trainer is built less the counted data (44-61 bytes per stored edge on the churn stores).
 LOAD_BYTES_PER_EDGE = 48.0
+#: the resident memory a carried sequence's held activations cost, as a multiple of them: a carried
+#: piece keeps every snapshot's saved tensors (and its embedding's gradient) until its one backward,
+#: allocated once in forward order rather than churned step after step, so the heap keeps less above
+#: them than :data:`ALLOCATOR_SLACK` above a window's. ESTIMATED from one epoch's peak of the
+#: sequential loop on the benchmark's carried sequences (england_covid T-GCN ``x``, twitter_tennis
+#: MPNN-LSTM and EvolveGCN-O): 1.2-1.75 x the held bytes above the data.
+CARRY_SLACK = 1.5
 
 
 # ---- the activations, measured ------------------------------------------------------------------
@@ -120,7 +127,9 @@ def measured_snapshot(store, config) -> dict[str, float]:
     from that embedding (``head``, its loss inputs included); ``state``: the bytes of the recurrent
     state a step hands on (a checkpoint block's boundary). Returns {"step", "head", "state", "t",
     "window": the snapshots a step back-propagates at once (a carried sequence's, or its tbptt piece),
-    "losses": the losses it holds (every snapshot's in a carried sequence)}."""
+    "losses": the embeddings whose loss gradient it holds until its backward (every snapshot's in a
+    carried sequence, :func:`~dynagnn.train.strategies.base.head_backwards`), "carry": whether it is
+    a carried sequence}."""
     from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 
     strategy = config.strategy_cls(config)
@@ -128,6 +137,7 @@ def measured_snapshot(store, config) -> dict[str, float]:
     losses = 1
     if sequence == "carry":   # a step back-propagates the carried sequence (or a tbptt piece) at once, every loss in it
         window = int(getattr(config.options, "tbptt", None) or len(split.train) or 1)
+        losses = window
     ends = list(split.train) or [store.num_snapshots - 2]
     t = _representative(store, ends)
     prev = max(t - 1, 0)
@@ -153,7 +163,8 @@ def measured_snapshot(store, config) -> dict[str, float]:
     head_bytes, _ = saved_bytes(lambda: task.loss(head, leaf, t, 0), params + (leaf,))
     state_bytes = sum(nb for s in new_state for _, nb in _storages(s))
     return {"step": float(step), "head": float(head_bytes), "state": float(state_bytes),
-            "embedding": float(h.numel() * h.element_size()), "t": t, "window": window, "losses": losses}
+            "embedding": float(h.numel() * h.element_size()), "t": t, "window": window, "losses": losses,
+            "carry": sequence == "carry"}
 
 
 # ---- the terms ----------------------------------------------------------------------------------
@@ -275,41 +286,55 @@ def step_snapshots(config, window: int) -> dict[str, float]:
 def activation_bytes(store, config, measured: dict | None = None) -> float:
     """The activations one step keeps for its backward pass: the measured per-snapshot saved bytes
     (:func:`measured_snapshot`) times the snapshots a step holds (:func:`step_snapshots`), the block
-    boundary states under checkpointing, the recomputed block's output, and the head's saved bytes
-    of one window's loss (every worker computes the full loss where the vertices are split)."""
+    boundary states under checkpointing, the recomputed block's output, the head's saved bytes of
+    one loss (each head's backward runs as its loss is computed; every worker computes the full loss
+    where the vertices are split) and the gradient of each embedding whose loss the step holds (one
+    in a window, every snapshot's in a carried piece)."""
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
     losses = m.get("losses", 1)
-    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + losses * (m["head"] + m["embedding"])
+    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + m["head"] + losses * m["embedding"]
 
 
 def backward_bytes(store, config, measured: dict | None = None) -> float:
     """The gradients in flight during the backward pass: :data:`BACKWARD_SHARE` of the model's
-    activations of one step plus the head's (ESTIMATED; module docstring of the constant)."""
+    activations of one step plus the head's (ESTIMATED; module docstring of the constant); in a
+    carried sequence, of one snapshot's: its backward runs through the held snapshots one by one,
+    each freeing its saved tensors as the next one's gradients are made."""
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
-    return BACKWARD_SHARE * (s["snapshots"] * m["step"] + m.get("losses", 1) * m["head"])
+    snapshots = 1.0 if m.get("carry") else s["snapshots"]
+    return BACKWARD_SHARE * (snapshots * m["step"] + m["head"])
 
 
-def frames_bytes(store, config, measured: dict | None = None) -> float:
+def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Module | None = None) -> float:
     """PiPAD's frames (frames, group_frames), COUNTED where the engine allocates fixed arrays and
     ESTIMATED for the frame's working set: the reuse cache of Â_t X_t (float32 T x N x F, when
-    ``frame_reuse`` is on: an upper bound, the models that read the state first skip it); a second
+    ``frame_reuse`` is on and the model's first aggregation reads X alone: ``"ax"`` in its
+    ``frame_needs``, as :class:`~dynagnn.train.frame_engine.FrameEngine` decides); a second
     sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
-    keys (int64 per stored edge); the frame's partitions on the host and their device copy (12 bytes
-    per nnz of the frame's S snapshots, twice); and the frame's stacked aggregations, S snapshots'
-    [N, F] inputs and [N, H] outputs at once (``frame_size`` S, the window when the tuner decides)."""
+    keys (int64 per stored edge); the frame's partitions where the engine reads them (the model
+    aggregates a frame-wide input, or its first aggregation is not reused) on the host and, on a GPU,
+    their device copy (12 bytes per nnz of the frame's S snapshots; on a CPU the host's partition is
+    the device's); and the frame's stacked aggregations, S snapshots' [N, F] inputs and [N, H]
+    outputs at once (``frame_size`` S, the window when the tuner decides)."""
     o = config.options
     n, T = int(store.num_nodes), int(store.num_snapshots)
     f = int(store.feature_dim())
     window = int(config.window)
     S = min(int(o.frame_size or window), window)
     nnz = _nnz(store)
-    reuse = T * n * f * FLOAT if getattr(o, "frame_reuse", "on") == "on" else 0.0
+    if model is None:
+        model = _model_and_head(store, config)[0]
+    needs = set(model.frame_needs()) if hasattr(model, "frame_needs") else {"x", "adjs"}
+    reused = getattr(o, "frame_reuse", "on") == "on" and "ax" in needs
+    reuse = T * n * f * FLOAT if reused else 0.0
     copies = 2.0 * n * f * FLOAT
     raws = float(np.diff(store.offsets).sum()) * INDEX
     frame_nnz = float(np.mean(nnz)) * S
-    parts = 2.0 * 12.0 * frame_nnz * math.ceil(T / S)
+    parts_read = "parts" in needs or ("ax" in needs and not reused)
+    copies_of_parts = 2.0 if config.device.startswith("cuda") else 1.0
+    parts = copies_of_parts * 12.0 * frame_nnz * math.ceil(T / S) if parts_read else 0.0
     stacked = S * n * (f + int(config.hidden)) * FLOAT
     return reuse + copies + raws + parts + stacked
 
@@ -409,11 +434,11 @@ def _array_bytes(obj, depth: int = 2) -> float:
     return walk(obj, depth)
 
 
-def strategy_bytes(store, config, measured: dict | None = None) -> float:
+def strategy_bytes(store, config, measured: dict | None = None, model: torch.nn.Module | None = None) -> float:
     """What the strategy adds of its own: :func:`frames_bytes`, :func:`sampled_bytes` (0 otherwise;
     the event models' terms are :func:`event_bytes`)."""
     if config.strategy in ("frames", "group_frames"):
-        return frames_bytes(store, config, measured)
+        return frames_bytes(store, config, measured, model)
     if "sampled" in config.strategy_cls.models:
         return sampled_bytes(store, config)
     return 0.0
@@ -427,10 +452,13 @@ def load_bytes(store, config) -> float:
     return LOAD_BYTES_PER_EDGE * float(store.offsets[-1])
 
 
-def allocator_bytes(step_live: float) -> float:
-    """What the heap keeps above a step's live peak ``step_live`` (activations + backward):
-    (:data:`ALLOCATOR_SLACK` - 1) x it (ESTIMATED)."""
-    return (ALLOCATOR_SLACK - 1.0) * step_live
+def allocator_bytes(activations: float, backward: float, carry: bool = False) -> float:
+    """What the heap keeps above a step's live peak (``activations`` + ``backward``):
+    (:data:`ALLOCATOR_SLACK` - 1) x it; in a carried sequence (:data:`CARRY_SLACK` - 1) x the held
+    activations and (:data:`ALLOCATOR_SLACK` - 1) x the backward's (ESTIMATED)."""
+    if carry:
+        return (CARRY_SLACK - 1.0) * activations + (ALLOCATOR_SLACK - 1.0) * backward
+    return (ALLOCATOR_SLACK - 1.0) * (activations + backward)
 
 
 def memory_terms(store, config) -> dict[str, float]:
@@ -443,12 +471,13 @@ def memory_terms(store, config) -> dict[str, float]:
         acts = ev["activations"]
         back = BACKWARD_SHARE * acts
         return {"data": ev["data"], "task": 0.0, "load": 0.0, "parameters": params, "activations": acts,
-                "backward": back, "allocator": allocator_bytes(acts + back), "strategy": ev["memory"]}
+                "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"]}
     m = measured_snapshot(store, config)
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
     return {"data": data_bytes(store, config), "task": task_bytes(store, config), "load": load_bytes(store, config),
-            "parameters": params, "activations": acts, "backward": back, "allocator": allocator_bytes(acts + back),
-            "strategy": strategy_bytes(store, config, m)}
+            "parameters": params, "activations": acts, "backward": back,
+            "allocator": allocator_bytes(acts, back, bool(m.get("carry"))),
+            "strategy": strategy_bytes(store, config, m, model)}
 
 
 def predict_peak_bytes(store, config) -> float:
@@ -563,18 +592,20 @@ class MeasureError(RuntimeError):
     """The measuring process failed or died."""
 
 
-def measure_peak_bytes(store_path, config, steps: int = 3, timeout: float = 600.0) -> float:
+def measure_peak_bytes(store_path, config, steps: int | None = 3, timeout: float = 600.0) -> float:
     """The peak bytes above a process's start of training ``config`` on the store at ``store_path``,
     measured in a fresh spawned process: its resident memory read after the imports
     (:func:`_warm_imports`), the trainer built as the chooser's trials build it, ``steps`` training
-    steps (spread over the epoch, each ``train_step`` and the optimiser's step), then the resident
-    set's peak (``ru_maxrss``) less the start; on a GPU the allocator's peak above what was allocated
+    steps (spread over the epoch, each ``train_step`` and the optimiser's step; None: every step of
+    one epoch, the run's peak where no cache fills later), then the resident set's high-water mark
+    (:func:`_peak_rss`) less the start; on a GPU the allocator's peak above what was allocated
     before. A candidate of several processes runs as its own job from the child, and the largest
     process's peak is returned. A child that fails raises :class:`MeasureError` with its traceback;
     one that dies (killed, out of memory) raises it with its exit code, never a hang."""
     mp = multiprocessing.get_context("spawn")
     q = mp.Queue()
-    p = mp.Process(target=_child, args=(q, str(store_path), config, int(steps)), daemon=False)
+    p = mp.Process(target=_child, args=(q, str(store_path), config, 10**9 if steps is None else int(steps)),
+                   daemon=False)
     p.start()
     try:
         waited = 0.0

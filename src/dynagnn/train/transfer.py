@@ -102,6 +102,21 @@ class SnapshotFeeder:
         if self.gpu:
             self._features_host = self._features_host.pin_memory()
         self._features_dev = self._send(self._features_host) if self._static else None
+        if not self.gpu and mode == "full" and capacity is None:
+            self._preload()
+
+    def _preload(self) -> None:
+        """On a CPU, every snapshot's copy made now, before training rather than in the step that first
+        reads it: a copy made inside a step is a long-lived block among the step's temporaries, and
+        glibc, which keeps freed memory (:func:`dynagnn.allocator.keep_freed_heap`), then serves each
+        later step's temporaries from fresh pages beside it. Measured on CollegeMsg daily (T-GCN,
+        window 4, 194 snapshots, one epoch): the resident set grew 0.4 MiB a step, to 115 MiB above
+        its start, with copies made as read, and stayed at 73 MiB with them made first; the live
+        bytes grew by the same 7 MiB of copies either way. (On a GPU the copies stay lazy: the
+        one-snapshot loop's transfer is what PiPAD's pipeline hides and the ladder measures.)"""
+        for t, snap in enumerate(self.host):
+            if snap is not None:
+                self._resident[t] = self._load(t)
 
     def __len__(self) -> int:
         return len(self.host)
