@@ -32,7 +32,13 @@ predicts that mark, hence the ``load`` and ``allocator`` terms); and the one-off
 :func:`measure_peak_bytes` loads before it reads its start.
 
 :func:`measure_peak_bytes` measures the same quantity in a fresh spawned process: the resident set's
-peak (``ru_maxrss``) above its start, or on a GPU the allocator's peak above what was allocated.
+high-water mark (VmHWM) above its start, or on a GPU the allocator's peak above what was allocated.
+
+The terms are the host's. On a GPU (``max_memory_allocated``) the model is not yet right: it counts
+host-only terms (the load's transients, the heap's slack, the host's snapshots) and misses the CUDA
+libraries' workspaces that the caching allocator serves (cuBLAS's, made at a process's first
+product); on an H200 (issue 30's first GPU run, docs/benchmarks.md#auto) it predicted 0.48-1.91 x
+the measured peak of auto's picks.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ class HaloAdjacency(Adjacency):
 
     def spmm(self, x: torch.Tensor) -> torch.Tensor:
         halo = self.comm.halo(x, self.plan)
-        return SpMM.apply(self, torch.cat([x, halo]) if halo.shape[0] else x)
+        # the halo stays in the graph when this worker receives no rows: its backward is a collective
+        # every worker must enter (another worker may return gradients through it)
+        return SpMM.apply(self, torch.cat([x, halo]))
 
 
 def union_edges(host: list, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
