@@ -124,6 +124,23 @@ def test_reuse_skips_the_first_aggregation_and_its_feed(store, model_name):
     np.testing.assert_allclose(metrics["loss"], m_off["loss"], rtol=1e-5)
 
 
+
+def test_the_pipeline_builds_the_partitions_the_inline_feed_builds(store):
+    """With reuse, the producer prepares a frame before the frames ahead of it have stored their first
+    aggregations: it builds a partition only where no earlier frame of the schedule covers every
+    snapshot's entry, as the inline feed finds them missing. Pipelined or not, the epoch builds the
+    same partitions and trains the same losses (it built one per frame: partitions never read, kept
+    for the run)."""
+    got = {}
+    for pipeline in ("on", "off"):
+        tr = trainer(store, "wdgcn", strategy="frames", frame_size=4, epochs=2, patience=2, pipeline=pipeline)
+        metrics, _ = tr.fit()
+        got[pipeline] = (set(tr.strategy.engine._host_parts), metrics["loss"].to_numpy())
+    assert got["on"][0] == got["off"][0]
+    frames = len({k for e in tr.split.train for k in tr.strategy.engine.frames_of(range(e - WINDOW + 1, e + 1))})
+    assert len(got["off"][0]) < frames
+    np.testing.assert_allclose(got["on"][1], got["off"][1], rtol=1e-5)
+
 def test_tuner_freezes_after_a_profiling_epoch(store):
     """No --frame-size: epoch 0 runs one snapshot per frame, then the tuner times its candidates on
     real windows' whole training steps and keeps the fastest; the trials leave training as it was

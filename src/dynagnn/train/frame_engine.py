@@ -253,6 +253,7 @@ class FrameEngine:
         self.prefetch = Prefetcher(self._prepare, enabled=pipeline is not False, device=self.device, timer=timer)
         self.pipeline_decided = pipeline != "auto"
         self._in_flight: list[set[int]] = []
+        self._ahead: set[int] = set()   # the snapshots of the frames prepared so far in this schedule
         self.counts = {"first_layer_aggregations": 0, "bytes_fed": 0, "frames": 0, "snapshots": 0}
 
     # ---- host side: partitions, features, the cache (the producer runs these) ----------------------
@@ -339,7 +340,11 @@ class FrameEngine:
             if moved and self.timer is not None:
                 self.timer.add_bytes("reuse_cache", moved)
             misses = self.cache.missing(ts)
-        all_miss = bool(misses) and len(misses) == size
+        # with reuse, a partition serves a frame whose every entry is missing when it runs; the producer
+        # runs ahead, so an entry a frame before this one in the schedule will store is not missing
+        expected = [i for i in misses if ts[i] not in self._ahead] if self.reuse else misses
+        self._ahead.update(ts)
+        all_miss = bool(expected) and len(expected) == size
         # a frame of one aggregates with its own Â, as sequential does: a partition's degree scaling
         # outside its matrix pays only where the matrix serves several snapshots
         one = size == 1
@@ -424,6 +429,8 @@ class FrameEngine:
 
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
+        self.prefetch.close()   # the producer of an earlier schedule stops before its record is cleared
+        self._ahead = set()
         self.prefetch.schedule([k for ts in ranges for k in self.frames_of(ts)])
 
     def _first_aggregation(self, p: _Prepared) -> torch.Tensor:
