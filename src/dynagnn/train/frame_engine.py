@@ -342,7 +342,9 @@ class FrameEngine:
             misses = self.cache.missing(ts)
         # with reuse, a partition serves a frame whose every entry is missing when it runs; the producer
         # runs ahead, so an entry a frame before this one in the schedule will store is not missing
-        expected = [i for i in misses if ts[i] not in self._ahead] if self.reuse else misses
+        # (prepared inline, the cache's state is the one the frame meets)
+        ahead = self.reuse and self.prefetch.enabled
+        expected = [i for i in misses if ts[i] not in self._ahead] if ahead else misses
         self._ahead.update(ts)
         all_miss = bool(expected) and len(expected) == size
         # a frame of one aggregates with its own Â, as sequential does: a partition's degree scaling
@@ -491,6 +493,7 @@ class FrameEngine:
         (:meth:`FrameTuner.freeze`; the stall check keeps the epoch's compute time and feed rate),
         and the partitions of ``ranges()`` are built on the host."""
         self.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
+        self._ahead = set()
         c = self.take_counts()
         p = self.prefetch.take_stats()
         tuner = self.tuner
