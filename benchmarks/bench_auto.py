@@ -373,7 +373,12 @@ def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int, devic
         seconds, failed = exhaustive(path, config, choice.report, folder / "exhaustive", steps, rounds)
         took = time.perf_counter() - t0
     row.update(case_figures(choice.report, seconds))
-    row["memory_ratio"] = memory_ratio(path, choice)
+    try:
+        row["memory_ratio"] = memory_ratio(path, choice)
+    except Exception as exc:   # the regret figures stand without it; the note says why
+        row["memory_ratio"] = math.nan
+        why = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0][:200]
+        row["error"] = "; ".join(filter(None, [row["error"], f"memory measurement: {why}"]))
     row.update({"trial_seconds_total": choice.report["trial_seconds_total"],
                 "resolve_seconds_total": choice.report["resolve_seconds_total"], "exhaustive_seconds": took})
     if failed:

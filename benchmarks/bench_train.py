@@ -99,6 +99,11 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
 
     torch.set_num_threads(2)
     cfg = TrainConfig.of(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)
+    from dynagnn.train.strategies.sequential import Sequential
+
+    # one window's copies are counted in the measured region, as nb > 1 counts its block's: nb = 1's
+    # feeder would otherwise make every snapshot's copy when built (SnapshotFeeder._preload), before it
+    Sequential.preload = False   # this child process only (each nb runs in its own)
     tr = Trainer(path, cfg, progress=False)
     ts = tr.split.train[:2]
     tr.optimizer.zero_grad()

@@ -74,13 +74,26 @@ def test_device_copy_is_separate_and_timed(link_store, device):
     adj.matrix.values().zero_()     # a separate buffer: the host copy is untouched
     assert np.abs(host[0].values).sum() > 0
     phases = set(timer.frame()["phase"])
-    if device == "cuda":   # copied when first read, inside the epoch
-        assert "transfer" in phases
-        assert timer.bytes_moved["full"] == full_bytes(host[0].nnz, store.num_nodes)
-    else:   # on a CPU every copy is made when the feeder is built (SnapshotFeeder._preload), none in a step
-        assert "transfer" not in phases
-        assert timer.bytes_moved["full"] == sum(full_bytes(h.nnz, store.num_nodes) for h in host)
-        assert f.stats["full"] == len(host)
+    assert "transfer" in phases
+    assert timer.bytes_moved["full"] == full_bytes(host[0].nnz, store.num_nodes)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_preload_copies_every_snapshot_when_built_on_a_cpu(link_store, device):
+    """``preload`` (the sequential loop's feeder): on a CPU every copy is made when the feeder is built,
+    none in a step; on a GPU, with a capacity or in diff mode, copies stay made as read."""
+    store = open_store(link_store)
+    host = load_host_snapshots(store)
+    f = SnapshotFeeder(host, store.features(), store.num_nodes, device, "full", None, preload=True)
+    made = len(host) if device == "cpu" else 0
+    assert f.stats["full"] == made
+    assert f.stats["bytes"] == (sum(full_bytes(h.nnz, store.num_nodes) for h in host) if made else 0)
+    f.adjacency(3)
+    assert f.stats["full"] == (made or 1)
+    for kw in ({"capacity": 2}, {"mode": "diff"}):
+        lazy = SnapshotFeeder(host, store.features(), store.num_nodes, device, kw.get("mode", "full"),
+                              kw.get("capacity"), preload=True)
+        assert lazy.stats["full"] == 0
 
 
 def test_host_snapshot_keys_sorted():

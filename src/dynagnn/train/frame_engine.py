@@ -343,7 +343,7 @@ class FrameEngine:
         # with reuse, a partition serves a frame whose every entry is missing when it runs; the producer
         # runs ahead, so an entry a frame before this one in the schedule will store is not missing
         # (prepared inline, the cache's state is the one the frame meets)
-        ahead = self.reuse and self.prefetch.enabled
+        ahead = self.reuse and self.prefetch.in_producer()
         expected = [i for i in misses if ts[i] not in self._ahead] if ahead else misses
         self._ahead.update(ts)
         all_miss = bool(expected) and len(expected) == size
@@ -528,6 +528,12 @@ class FrameEngine:
                         if parts is self._dev_parts:
                             self._dev_parts_bytes -= part.nbytes
                 self.prepare_host(rs)
+        if not self._partitions_matter():
+            # with reuse, a frame reads partitions only while its entries are missing, which after
+            # the first epoch (every entry stored, on the host at least) no training frame is
+            self._host_parts.clear()
+            self._dev_parts.clear()
+            self._dev_parts_bytes = 0
         return {"frame_size": float(tuner.frame_size), "pipeline_on": float(self.prefetch.enabled),
                 "s_per_cap": float(tuner.max_s_per), "tuning_s": tuning,
                 "first_layer_aggregations": float(c["first_layer_aggregations"]),

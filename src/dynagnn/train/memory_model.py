@@ -320,7 +320,8 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     ``frame_needs``, as :class:`~dynagnn.train.frame_engine.FrameEngine` decides); a second
     sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
     keys (int64 per stored edge); the frame's partitions where the engine reads them (the model
-    aggregates a frame-wide input, or its first aggregation is not reused) on the host and, on a GPU,
+    aggregates a frame-wide input, its first aggregation is not reused, or a carried sequence's
+    first epoch finds every frame's entries missing) on the host and, on a GPU,
     their device copy (12 bytes per nnz of the frame's S snapshots; on a CPU the host's partition is
     the device's); and the frame's stacked aggregations, S snapshots' [N, F] inputs and [N, H]
     outputs at once (``frame_size`` S, the window when the tuner decides)."""
@@ -338,7 +339,10 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     copies = 2.0 * n * f * FLOAT
     raws = float(np.diff(store.offsets).sum()) * INDEX
     frame_nnz = float(np.mean(nnz)) * S
-    parts_read = "parts" in needs or ("ax" in needs and not reused)
+    # with reuse a frame reads partitions while its entries are missing: a carried sequence's frames
+    # are disjoint, so every frame of the first epoch builds its own (kept until the epoch ends)
+    carried = bool((measured or {}).get("carry"))
+    parts_read = "parts" in needs or ("ax" in needs and (not reused or carried))
     copies_of_parts = 2.0 if config.device.startswith("cuda") else 1.0
     parts = copies_of_parts * 12.0 * frame_nnz * math.ceil(T / S) if parts_read else 0.0
     stacked = S * n * (f + int(config.hidden)) * FLOAT

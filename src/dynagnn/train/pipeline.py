@@ -2,7 +2,8 @@
 items (frames, or snapshots for sequential "-A") while the consumer computes the current one.
 
 - CPU: a producer thread and a bounded queue (``depth`` items ahead). The "device" is the host, so
-  the producer's work is the partition decision, gathering and copying into fresh buffers.
+  the producer's work is the partition decision and building on the host what an item reads (a
+  frame reads the host's partitions themselves, not copies).
 - GPU: the same thread, but every host-to-device copy it makes runs on a side CUDA stream from
   pinned memory with ``non_blocking=True``; an event recorded after the copies tells the consumer when
   the item has landed, and the consumer's stream is made to wait for it (``record_stream`` keeps the
@@ -159,6 +160,10 @@ class Prefetcher:
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL_S))
         self._thread.start()
+
+    def in_producer(self) -> bool:
+        """Whether the calling thread is the producer (preparing ahead of the consumer)."""
+        return self._thread is not None and threading.current_thread() is self._thread
 
     def close(self) -> None:
         """Stop the producer (if any) and drop what it prepared."""

@@ -13,7 +13,9 @@ CSR (row offsets, columns, values) is sent. The difference and its byte model ar
 * diff: ``8·(|removed| + |added|) + 4·nnz_t``.
 
 On a GPU the host arrays are pinned and copied with ``non_blocking=True``; on CPU the "device" is a
-separate buffer (a copy), so the same code runs and is tested without one.
+separate buffer (a copy), so the same code runs and is tested without one. The sequential loop's
+feeder on a CPU (``preload``) makes every copy when it is built, before training: made in a step,
+a long-lived copy fragments the heap the step's temporaries come from.
 """
 
 from __future__ import annotations
@@ -78,12 +80,14 @@ class SnapshotFeeder:
     """Delivers ``(Â_t, X_t)`` on ``device``, counting bytes and time in the timer's ``transfer`` phase.
 
     ``host``: the HostSnapshot of every t; ``features``: float32 [N, F] (static, sent once) or
-    [T, N, F]; ``mode``: "full" or "diff"; ``capacity``: snapshots kept resident (None: all).
+    [T, N, F]; ``mode``: "full" or "diff"; ``capacity``: snapshots kept resident (None: all);
+    ``preload``: on a CPU in full mode with no capacity, every snapshot's copy made now
+    (:meth:`_preload`; a process that reads every snapshot, as the sequential loop does).
     """
 
     def __init__(self, host: list[HostSnapshot], features: np.ndarray, num_nodes: int,
                  device: torch.device | str = "cpu", mode: str = "full", capacity: int | None = None,
-                 timer: PhaseTimer | None = None):
+                 timer: PhaseTimer | None = None, preload: bool = False):
         if mode not in MODES:
             raise ValueError(f"transfer mode {mode!r}: expected one of {', '.join(MODES)}")
         self.host = host
@@ -102,7 +106,7 @@ class SnapshotFeeder:
         if self.gpu:
             self._features_host = self._features_host.pin_memory()
         self._features_dev = self._send(self._features_host) if self._static else None
-        if not self.gpu and mode == "full" and capacity is None:
+        if preload and not self.gpu and mode == "full" and capacity is None:
             self._preload()
 
     def _preload(self) -> None:
@@ -111,9 +115,10 @@ class SnapshotFeeder:
         glibc, which keeps freed memory (:func:`dynagnn.allocator.keep_freed_heap`), then serves each
         later step's temporaries from fresh pages beside it. Measured on CollegeMsg daily (T-GCN,
         window 4, 194 snapshots, one epoch): the resident set grew 0.4 MiB a step, to 115 MiB above
-        its start, with copies made as read, and stayed at 73 MiB with them made first; the live
+        its start, with copies made as read, and stayed at 71-73 MiB with them made first; the live
         bytes grew by the same 7 MiB of copies either way. (On a GPU the copies stay lazy: the
-        one-snapshot loop's transfer is what PiPAD's pipeline hides and the ladder measures.)"""
+        one-snapshot loop's transfer is what PiPAD's pipeline hides and the ladder measures. A
+        process that reads a few snapshots, or whose feeder is bounded, keeps them lazy too.)"""
         for t, snap in enumerate(self.host):
             if snap is not None:
                 self._resident[t] = self._load(t)

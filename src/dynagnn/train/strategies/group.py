@@ -209,6 +209,7 @@ class GroupPipeline(Strategy):
             raise ConfigError(f"the {self.name} strategy runs {self.procs_per_worker} processes per worker, "
                               f"this job has {ctx.procs_per_worker}")
         self.local = Sequential(run.config, WindowOptions(transfer=getattr(self.options, "transfer", "full")))
+        self.local.preload = False   # a process reads its part of the snapshots (group_frames' others: one)
         self.local.setup(run)
         self.p1 = ctx.rank % self.procs_per_worker == 0
         self.partner = ctx.rank + 1 if self.p1 else ctx.rank - 1

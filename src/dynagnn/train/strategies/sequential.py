@@ -42,6 +42,9 @@ class Sequential(Strategy):
     Options = WindowOptions
     family = "window"
     models = ("snapshot",)
+    #: the run's own loop reads every snapshot: on a CPU its feeder copies them when built
+    #: (SnapshotFeeder._preload); the group strategies' processes, which read their part, set it off
+    preload = True
 
     def check(self, model, store, workers):
         if workers != 1:
@@ -60,7 +63,8 @@ class Sequential(Strategy):
         pipelined = o.pipeline == "on"
         # a pipelined feeder runs in the producer thread: it counts bytes, the consumer times the wait
         self.feeder = SnapshotFeeder(run.host, run.features, run.num_nodes, run.device, o.transfer,
-                                     capacity, bytes_only(run.timer) if pipelined else run.timer)
+                                     capacity, bytes_only(run.timer) if pipelined else run.timer,
+                                     preload=self.preload)
         self.prefetch = Prefetcher(self.feeder.get, device=run.device, timer=run.timer) if pipelined else None
         self.model = run.model
 
