@@ -58,6 +58,18 @@ log = logging.getLogger(__name__)
 MiB = 2 ** 20
 
 
+def reuses_ax(needs: set[str], reuse: bool) -> bool:
+    """Whether frames keep ``Â_t X_t`` across frames (PiPAD's reuse): asked for, and the model's first
+    aggregation reads X alone (``"ax"`` in its ``frame_needs``)."""
+    return bool(reuse) and "ax" in needs
+
+
+def partitions_matter(needs: set[str], reused: bool) -> bool:
+    """Whether frames read partition matrices beyond a first epoch's missing entries: the model
+    aggregates a frame-wide input itself, or its first aggregation is computed each time (no reuse)."""
+    return "parts" in needs or ("ax" in needs and not reused)
+
+
 def default_memory_bytes(device: torch.device) -> float:
     """The tuner's memory bound when none is given: half the free device memory on a GPU; on CPU a
     quarter of the physical memory."""
@@ -214,7 +226,7 @@ class FrameEngine:
         self.timer = timer
         self.needs = set(model.frame_needs())
         self.reads_ax = "ax" in self.needs
-        self.reuse = bool(reuse) and self.reads_ax
+        self.reuse = reuses_ax(self.needs, reuse)
         if reuse and not self.reads_ax:
             log.info("frames: %s's first aggregation reads the recurrent state (or the model has no frame "
                      "path), so Â_t X_t is not reused; its frames still run %s", model.name or type(model).__name__,
@@ -387,9 +399,7 @@ class FrameEngine:
                 if size > 1 for b in range(a, a + size, s_per)}
 
     def _partitions_matter(self) -> bool:
-        """Whether frames ever read partition matrices: the model aggregates a frame-wide input
-        itself, or its first aggregation is computed each time (no reuse)."""
-        return "parts" in self.needs or (self.reads_ax and not self.reuse)
+        return partitions_matter(self.needs, self.reuse)
 
     def _trial(self, ranges: Sequence[Sequence[int]], windows: int = 3, step=None, params=None):
         """The tuner's ``measure``: seconds of the training step of each of up to ``windows`` of the
@@ -431,9 +441,13 @@ class FrameEngine:
 
     def schedule(self, ranges: Sequence[Sequence[int]]) -> None:
         """The ranges the next forwards will run, in order: the producer prepares their frames."""
-        self.prefetch.close()   # the producer of an earlier schedule stops before its record is cleared
-        self._ahead = set()
+        self._stop_feed()
         self.prefetch.schedule([k for ts in ranges for k in self.frames_of(ts)])
+
+    def _stop_feed(self) -> None:
+        """Stop the producer, then forget the frames it prepared ahead (it no longer runs ahead)."""
+        self.prefetch.close()
+        self._ahead = set()
 
     def _first_aggregation(self, p: _Prepared) -> torch.Tensor:
         frame, ts = p.frame, p.ts
@@ -492,8 +506,7 @@ class FrameEngine:
         ``params`` as :meth:`_trial`) and freezes the fastest, with the pipeline when it is "auto"
         (:meth:`FrameTuner.freeze`; the stall check keeps the epoch's compute time and feed rate),
         and the partitions of ``ranges()`` are built on the host."""
-        self.prefetch.close()   # the epoch's schedule is done (evaluation prepares inline)
-        self._ahead = set()
+        self._stop_feed()   # the epoch's schedule is done (evaluation prepares inline)
         c = self.take_counts()
         p = self.prefetch.take_stats()
         tuner = self.tuner

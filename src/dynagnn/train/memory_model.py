@@ -333,8 +333,10 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     nnz = _nnz(store)
     if model is None:
         model = _model_and_head(store, config)[0]
+    from dynagnn.train.frame_engine import partitions_matter, reuses_ax
+
     needs = set(model.frame_needs()) if hasattr(model, "frame_needs") else {"x", "adjs"}
-    reused = getattr(o, "frame_reuse", "on") == "on" and "ax" in needs
+    reused = reuses_ax(needs, getattr(o, "frame_reuse", "on") == "on")
     reuse = T * n * f * FLOAT if reused else 0.0
     copies = 2.0 * n * f * FLOAT
     raws = float(np.diff(store.offsets).sum()) * INDEX
@@ -342,7 +344,7 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     # with reuse a frame reads partitions while its entries are missing: a carried sequence's frames
     # are disjoint, so every frame of the first epoch builds its own (kept until the epoch ends)
     carried = bool((measured or {}).get("carry"))
-    parts_read = "parts" in needs or ("ax" in needs and (not reused or carried))
+    parts_read = partitions_matter(needs, reused) or ("ax" in needs and carried)
     copies_of_parts = 2.0 if config.device.startswith("cuda") else 1.0
     parts = copies_of_parts * 12.0 * frame_nnz * math.ceil(T / S) if parts_read else 0.0
     stacked = S * n * (f + int(config.hidden)) * FLOAT
