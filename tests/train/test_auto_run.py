@@ -14,7 +14,7 @@ from dynagnn import api
 from dynagnn.errors import ConfigError
 from dynagnn.train.predict import Base, STEP_SYNC_SECONDS, communication, predict, spearman
 from dynagnn.train.run_config import TrainConfig
-from dynagnn.train.strategies.auto import Candidate, parse_budget, pick_trials
+from dynagnn.train.strategies.auto import TRIAL_ROUNDS, TRIAL_STEPS, Candidate, parse_budget, pick_trials
 
 from tests.conftest import DEVICES
 
@@ -31,7 +31,8 @@ def store(tmp_path_factory):
 @pytest.mark.parametrize("device", DEVICES)
 def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, device):
     caplog.set_level(logging.INFO, logger="dynagnn")
-    auto = TrainConfig.of(strategy="auto", device=device, **TINY)
+    # a share that times them all (two epochs of this tiny run would time none: test_a_share_too_small...)
+    auto = TrainConfig.of(strategy="auto", device=device, trial_share=1000.0, **TINY)
     metrics, _ = api.train(store, tmp_path / "auto", auto, progress=False)
     doc = json.loads((tmp_path / "auto" / "auto.json").read_text())
     row = next(r for r in doc["candidates"] if r["chosen"])
@@ -61,6 +62,23 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
     doc = json.loads((tmp_path / "auto" / "auto.json").read_text())   # the second run's choice (timed anew)
     again = api.choose_strategy(store, tmp_path / "auto", auto, tmp_path, resume=tmp_path / "auto" / "model.pt")
     assert again.label == doc["chosen"] and again.config.strategy == doc["chosen"].split()[0]
+
+
+def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_prediction(store):
+    from dynagnn.train.strategies.auto import TIE, resolve
+
+    choice = resolve(store, TrainConfig.of(strategy="auto", cores=2, **TINY))   # 2 epochs: a share of ms
+    rep = choice.report
+    assert rep["chosen_by"] == "prediction" and rep["trial_seconds_total"] < 0.05
+    rows = [r for r in rep["candidates"] if r["predicted_seconds"] is not None]
+    assert all(r["trial_seconds"] is None and r["epoch_seconds"] is None for r in rep["candidates"])
+    one = [r for r in rows if r["workers"] * r["processes_per_worker"] == 1]
+    chosen = next(r for r in rep["candidates"] if r["chosen"])
+    # the fastest predicted of one process (a tie within TIE to the simpler one); several processes only on a trial
+    assert chosen in one and chosen["predicted_seconds"] <= min(r["predicted_seconds"] for r in one) * (1 + TIE)
+    several = [r for r in rows if r["workers"] * r["processes_per_worker"] > 1]
+    assert several and all("chosen only on a trial" in r["reason"] for r in several)
+    assert choice.line.endswith("could time none beside the plain loop's measurement)")
 
 
 def test_the_engine_refuses_an_unresolved_auto(store, tmp_path):
@@ -152,6 +170,56 @@ def test_the_terms_of_a_prediction():
     assert predict(vx, BASE) == pytest.approx(BASE.epoch(2) + 10 * step) and BASE.epoch(2) == 1.2
 
 
+def test_frames_measured_at_start_save_their_seconds_per_snapshot_step():
+    import dataclasses
+
+    # a range of 4 snapshots: 40 ms stepped one by one, 30 ms in frames of 2, 50 ms in frames of 4 (slower)
+    base = dataclasses.replace(BASE, frames={1: {0: 0.040, 2: 0.030, 4: 0.050}, 2: {0: 0.032, 1: 0.031, 2: 0.020, 4: 0.024}},
+                               frame_span=4, model_steps=100)
+    fr = Candidate("frames", threads=2, options=(("frame_size", 2),))
+    assert predict(fr, base) == pytest.approx(1.2 - (0.032 - 0.020) / 4 * 100)   # 3 ms a snapshot step, 100 steps
+    slow = Candidate("frames", threads=1, options=(("frame_size", 4),))
+    assert predict(slow, base) == pytest.approx(2.0 + (0.050 - 0.040) / 4 * 100)  # costs what it measured
+    # BLAD's pair of 1-thread processes in frames: Amdahl at 2, each saving on its half of the steps
+    pair = Candidate("group_frames", workers=1, procs=2, threads=1, options=(("frame_size", 2),))
+    assert predict(pair, base) - communication(pair, base) == pytest.approx(1.2 - (0.040 - 0.030) / 4 * 100 / 2)
+    # a frame of one reads the reused aggregation: it saves too
+    one = Candidate("frames", threads=2, options=(("frame_size", 1),))
+    assert predict(one, base) == pytest.approx(1.2 - 0.001 / 4 * 100)
+    # a size not measured: the closed form
+    assert predict(Candidate("frames", threads=2, options=(("frame_size", 8),)), base) == \
+        predict(Candidate("frames", threads=2, options=(("frame_size", 8),)), BASE)
+
+
+def test_the_epoch_s_snapshot_steps():
+    from dynagnn.train.predict import model_steps_per_epoch
+
+    assert model_steps_per_epoch([0, 1, 2, 5, 9], window=3, carry=False) == 1 + 2 + 3 + 3 + 3
+    assert model_steps_per_epoch(range(7), window=3, carry=True) == 7
+
+
+def test_the_frames_measurement_times_each_size_and_leaves_the_model_and_streams_alone(store):
+    import torch
+
+    from dynagnn.data.store import open_store
+    from dynagnn.train.predict import frame_seconds
+    from dynagnn.train.strategies.auto import plain_model
+
+    s = open_store(store)
+    cfg = TrainConfig.of(strategy="auto", **TINY)
+    model = plain_model(s, cfg)
+    before = [p.detach().clone() for p in model.parameters()]
+    torch.manual_seed(11)
+    expected_draw = torch.rand(3)
+    torch.manual_seed(11)
+    threads = torch.get_num_threads()
+    got = frame_seconds(s, cfg, model, threads=1, sizes=[1, 3], span=3, carry=False, rounds=2)
+    assert set(got) == {0, 1, 3} and all(v > 0 for v in got.values())
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.grad is None for p in model.parameters())
+    assert torch.equal(torch.rand(3), expected_draw) and torch.get_num_threads() == threads
+
+
 def test_spearman_against_scipy():
     a, b = [0.3, 0.1, 0.2, 0.5, 0.4], [3.0, 1.0, 2.5, 2.0, 4.0]
     assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
@@ -164,8 +232,15 @@ def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share(
     grp = Candidate("group", workers=1, procs=2, threads=1)
     vx = Candidate("vertex", workers=2, threads=1)
     predicted = {seq: 1.0, fr: 0.8, grp: 0.5, vx: 0.9}
+    # a trial: a warm-up round and 2 rounds of a warm-up step and 3 timed ones, 0.1 s/step for seq,
+    # 0.08 for frames; group and vertex pay a process's start (group a plan too)
+    cost = {c: (TRIAL_ROUNDS + 1) * (TRIAL_STEPS + 1) * predicted[c] / 10 for c in predicted}
+    assert cost[seq] + cost[fr] == pytest.approx(2.16)
     # a share too small for a process's start: the plain loop and the cheapest other one
-    assert pick_trials(predicted, 0.1, steps_per_epoch=10) == [seq, fr]
+    assert pick_trials(predicted, 2.2, steps_per_epoch=10) == [seq, fr]
+    # the share is a bound: too small to time one candidate beside the plain loop, nothing is timed
+    assert pick_trials(predicted, 2.1, steps_per_epoch=10) == []
+    assert pick_trials(predicted, 0.1, steps_per_epoch=10) == []
     # room for everything: the plain loop first, then in predicted order
     assert pick_trials(predicted, 1000.0, steps_per_epoch=10) == [seq, grp, fr, vx]
 

@@ -19,11 +19,21 @@ so that where it ranks candidates wrongly the note can say which term misled it:
 - **data parallelism**: P processes of t threads split the step's parallel part P·t ways (the split
   strategies balance their shares: ESDG's snapshots, the vertex partition, BLAD's planned groups),
   while each pays the serial part in full: E(P·t) on Amdahl's line through the measured threads.
-- **frames** (PiPAD): a frame of S snapshots aggregates their shared edges once, so the aggregation
-  costs 1/``traffic_speedup(S, OR)`` of what it did (:func:`dynagnn.schedule.tuner.traffic_speedup`,
-  OR: the overlap rate of frames of S consecutive snapshots of this store,
-  :func:`dynagnn.graph.overlap.overlap_rate`); with windows of more than one snapshot the first
-  layer's forward aggregation is reused across the windows that share a snapshot.
+- **frames** (PiPAD): MEASURED at start (:func:`frame_seconds`): the model's forward and backward
+  over a sample range of the store, stepped one snapshot at a time as the sequential loop steps it
+  and in frames of each S by the frame engine (the reuse cache warm, as every epoch after the first
+  finds it), at 1 thread and at the cores'. A frame saves those seconds per snapshot step, times the
+  epoch's snapshot steps (:func:`model_steps_per_epoch`): what it batches (the reused first
+  aggregation, the dense products of every snapshot in one GEMM, the parallel aggregation over the
+  frame's partitions) and what it costs (a model whose frame path is slower, EvolveGCN-O on PubMed:
+  1.6-2.1x) as this model and store have them. Where that measurement is missing (a model with no
+  per-snapshot step), the closed form: the aggregation costs 1/``traffic_speedup(S, OR)`` of what
+  it did (:func:`dynagnn.schedule.tuner.traffic_speedup`, OR: the overlap rate of frames of S
+  consecutive snapshots, :func:`dynagnn.graph.overlap.overlap_rate`), and with windows of more than
+  one snapshot the first layer's forward aggregation is reused across the windows. The closed form
+  alone missed that a frame batches the dense products: predicted over measured epoch 1.17 at the
+  median over issue 30's matrix, flat in S on the carried sequences where S = 8 and 16 were 1.5x
+  faster than the plain loop.
 - **checkpointing** (ESDG): the backward re-runs each time block's forward from its checkpoint, one
   more forward pass: ``+ forward share``.
 - **communication**: the closed-form volumes of :mod:`dynagnn.analysis.commvolume` (the gradient
@@ -44,6 +54,7 @@ for: a prediction only orders the candidates, the measured steps decide.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -53,6 +64,8 @@ import torch
 
 from dynagnn.cost.link import LinkCost
 
+log = logging.getLogger("dynagnn")
+
 # the channel and gloo all-reduce of this project's 2-core machine (cost/link.py's docstring): 0.05 ms
 # for a few bytes and 0.10 ms for 1.25 MiB through the pair's channel; 0.09 to 0.44 ms for an all-reduce
 DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
@@ -61,6 +74,7 @@ DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
 # 2-core machine, read off the trials of group (1x2) and vertex (2x1) against sequential on tiny steps
 STEP_SYNC_SECONDS = 4e-3
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
+FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,20 @@ class Base:
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
     build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
     gpu: bool = False             # a worker per GPU: the workers divide the compute, the threads feed them
+    frames: dict[int, dict[int, float]] | None = None   # threads -> frame_seconds over frame_span snapshots (S 0: stepped)
+    frame_span: int = 0
+    model_steps: int = 0          # the model's snapshot steps in an epoch (model_steps_per_epoch)
+
+    def frame_saving(self, size: int, threads: int) -> float | None:
+        """Seconds an epoch saves in frames of ``size`` at ``threads`` (the nearest measured thread
+        count), from :func:`frame_seconds`; None where it was not measured."""
+        if not self.frames or not self.frame_span or not self.model_steps:
+            return None
+        t = min(self.frames, key=lambda k: (abs(k - threads), k))
+        got = self.frames[t]
+        if size not in got or 0 not in got:
+            return None
+        return (got[0] - got[size]) / self.frame_span * self.model_steps
 
     def epoch(self, threads: int) -> float:
         """E(t): Amdahl's law through the measured thread counts."""
@@ -106,17 +134,24 @@ def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
         # P processes of t threads share the step's parallel part P·t ways; the serial part (dispatch,
         # the Python of each operator, the recurrence's small products) every process pays in full
         compute = base.epoch(candidate.threads * candidate.processes)
-    return compute * option_factor(candidate, base) + communication(candidate, base, link)
+    frame = int(dict(candidate.options).get("frame_size", 1))
+    saving = base.frame_saving(frame, candidate.threads) if candidate.strategy in ("frames", "group_frames") else None
+    if saving is not None:   # measured: the processes split the snapshot steps, each saving on its share
+        per = 1 if base.gpu else candidate.processes
+        compute = max(0.05 * compute, compute * option_factor(candidate, base, frames=False) - saving / per)
+    else:
+        compute *= option_factor(candidate, base)
+    return compute + communication(candidate, base, link)
 
 
-def option_factor(candidate, base: Base) -> float:
-    """What ``candidate``'s options multiply its compute by: PiPAD's frames (the overlap aggregated
-    once, the first layer's aggregation reused across windows), ESDG's checkpointing (one more
-    forward)."""
+def option_factor(candidate, base: Base, frames: bool = True) -> float:
+    """What ``candidate``'s options multiply its compute by: PiPAD's frames by the closed form (the
+    overlap aggregated once, the first layer's aggregation reused across windows; ``frames=False``:
+    left out, the measured saving is subtracted instead), ESDG's checkpointing (one more forward)."""
     opts = dict(candidate.options)
     factor = 1.0
     frame = int(opts.get("frame_size", 1))
-    if candidate.strategy in ("frames", "group_frames") and frame > 1:
+    if frames and candidate.strategy in ("frames", "group_frames") and frame > 1:
         from dynagnn.schedule.tuner import traffic_speedup
 
         overlap = (base.overlap or {}).get(frame, 0.0)
@@ -156,14 +191,19 @@ def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float
 def carried_snapshots(config, store) -> int | None:
     """The training sequence's snapshots where ``config`` (a window strategy's) carries the state
     through it (PyG Temporal's loop: a step is the whole sequence), else None."""
-    import torch
+    ends, carry = _training_ends(config, store)
+    return len(ends) if carry else None
 
-    with torch.random.fork_rng(devices=[]):   # the task draws its negatives' generator from the seed only
+
+def _training_ends(config, store) -> tuple[list[int], bool]:
+    """(the training windows' last snapshots, whether the sequence is carried) of ``config``'s run."""
+    with torch.random.fork_rng(devices=[]):
         _, split, sequence, _ = config.strategy_cls(config).make_task(store)
-    return len(split.train) if sequence == "carry" else None
+    return [int(t) for t in split.train], sequence == "carry"
 
 
-def measure_base(store, config, model, cores: int, measure, rounds: int = 2, cands=None) -> Base:
+def measure_base(store, config, model, cores: int, measure, rounds: int = 2, cands=None,
+                 frame_sizes=()) -> Base:
     """The :class:`Base` of a run (module docstring): its plain loop timed at 1 and ``cores`` threads,
     interleaved over ``rounds`` rounds after a warm-up round, the per-step medians summed (the frame
     tuner's rule); the aggregation share, the overlap rates of frames and the vertex split's halo of
@@ -171,7 +211,8 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     counted); ``measure(candidate) -> Trial``: the next round of a candidate's trial (the chooser's
     :class:`~dynagnn.train.trials.Trials`, which keeps these trainers for the candidates' trials);
     ``cands``: the one-process candidates to time instead of the plain loop (the plain loop over the
-    memory budget: one that fits, its options' factor divided out)."""
+    memory budget: one that fits, its options' factor divided out); ``frame_sizes``: the frame sizes
+    among the candidates, whose saving :func:`frame_seconds` measures at each thread count timed."""
     from dynagnn.models import model_kind
     from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.strategies.auto import PLAIN, Candidate, chosen_config
@@ -184,11 +225,21 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     base = dict(seconds={}, steps=1, params=params, num_nodes=int(store.num_nodes), window=int(config.window),
                 hidden=int(config.hidden), memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
                 gpu=config.device.startswith("cuda"))
-    sequence = carried_snapshots(chosen_config(config, Candidate(PLAIN[kind])), store) if kind == "snapshot" else None
-    if sequence is not None:
-        base.update(window=sequence, carry=True)
     if kind == "snapshot":
+        ends, carry = _training_ends(chosen_config(config, Candidate(PLAIN[kind])), store)
+        if carry:
+            base.update(window=len(ends), carry=True)
         base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
+        sizes = sorted({int(s) for s in frame_sizes})
+        if sizes:
+            span = min(base["window"], max(sizes))
+            try:
+                base.update(frames={c.threads: frame_seconds(store, config, model, c.threads,
+                                                             [s for s in sizes if s <= span], span, carry)
+                                    for c in cands},
+                            frame_span=span, model_steps=model_steps_per_epoch(ends, int(config.window), carry))
+            except (TypeError, AttributeError, NotImplementedError) as exc:   # no per-snapshot step: the closed form
+                log.debug("frames not measured at start (%s): the closed form predicts them", exc)
     first = {}
 
     def timed(c):   # the first round of each builds its trainer: that round's time beyond its steps is the build
@@ -198,7 +249,14 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
         return trial
     trials = interleaved(cands, timed, rounds)
     shape = Base(**base)
-    base.update(seconds={c.threads: epoch_seconds_of(got) / option_factor(c, shape) for c, got in trials.items()},
+
+    def plain_seconds(c, got):   # a candidate timed in the plain loop's stead: its options' effect taken out
+        frame = int(dict(c.options).get("frame_size", 1))
+        saving = shape.frame_saving(frame, c.threads) if c.strategy in ("frames", "group_frames") else None
+        if saving is not None:
+            return (epoch_seconds_of(got) + saving) / option_factor(c, shape, frames=False)
+        return epoch_seconds_of(got) / option_factor(c, shape)
+    base.update(seconds={c.threads: plain_seconds(c, got) for c, got in trials.items()},
                 steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())))
     return Base(**base)
 
@@ -276,6 +334,88 @@ def _snapshot_terms(store, config, model, cores: int) -> dict:
     return out
 
 
+def model_steps_per_epoch(split_train, window: int, carry: bool) -> int:
+    """The model's snapshot steps in one training epoch: a carried sequence steps each training
+    snapshot once; a window ending at t steps its min(window, t + 1) snapshots."""
+    ends = [int(t) for t in split_train]
+    if carry:
+        return len(ends)
+    return int(sum(min(int(window), t + 1) for t in ends))
+
+
+def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: bool,
+                  rounds: int = FRAME_ROUNDS) -> dict[int, float]:
+    """{S: seconds of the model's forward and backward over a range of ``span`` snapshots}: ``S = 0``
+    stepped one by one through :meth:`~dynagnn.models.base.DynamicGNN.step` as the sequential loop
+    feeds it (:class:`~dynagnn.train.transfer.SnapshotFeeder`), each S in ``sizes`` through the frame
+    engine in frames of S (a frame of one too: it reads the reused ``Â X``) (:class:`~dynagnn.train.frame_engine.FrameEngine`, its reuse cache and
+    partitions built in a warm-up, as a later epoch finds them; no producer thread). The loss is the
+    sum of every embedding (``carry``: every snapshot of a carried piece has one) or of the last
+    (a window predicts at its end). Interleaved over ``rounds`` rounds after the warm-up, the fastest
+    round of each (a round's noise on this shared machine only adds); on a copy of ``model``, in
+    ``threads`` threads, on a sample range in the middle of the store, with the heap kept as the
+    trainers keep it (:func:`~dynagnn.allocator.keep_freed_heap`: a trimmed heap's page faults made
+    these rounds vary by 20%)."""
+    import copy
+
+    from dynagnn.allocator import keep_freed_heap
+    from dynagnn.train.frame_engine import FrameEngine
+    from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
+
+    keep_freed_heap()
+    dev = torch.device(config.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    T, n = int(store.num_snapshots), int(store.num_nodes)
+    span = max(1, min(int(span), T))
+    a = max(0, (T - span) // 2)
+    ts = list(range(a, a + span))
+    edges = store.window_edges(a, a + span)
+    host = [host_snapshot(*e, n) for e in edges]
+    feats = np.asarray(store.require_features(), dtype=np.float32)
+    feats = feats[a:a + span] if feats.ndim == 3 else feats
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
+        net = copy.deepcopy(model).to(dev).train()
+        params = [p for p in net.parameters() if p.requires_grad]
+        feeder = SnapshotFeeder(host, feats, n, dev)
+        engines = {s: FrameEngine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
+                                  pipeline=False) for s in sizes}
+
+        def run(s):
+            state = net.initial_state(n, dev)
+            if s == 0:
+                hs = []
+                for t in range(span):
+                    h, state = net.step(*feeder.get(t), state)
+                    hs.append(h)
+            else:
+                engines[s].schedule([range(span)])
+                hs, _ = engines[s].forward(range(span), state)
+            loss = sum(h.sum() for h in hs) if carry else hs[-1].sum()
+            torch.autograd.grad(loss, params, allow_unused=True)
+
+        def timed(s):
+            sync()
+            t0 = time.perf_counter()
+            run(s)
+            sync()
+            return time.perf_counter() - t0
+        try:
+            variants = [0] + [int(s) for s in sizes]
+            got: dict[int, list[float]] = {s: [] for s in variants}
+            for r in range(rounds + 1):   # the first round warms the caches, partitions and allocator
+                for s in variants:
+                    dt = timed(s)
+                    if r:
+                        got[s].append(dt)
+            return {s: min(v) for s, v in got.items()}
+        finally:
+            for e in engines.values():
+                e.close()
+            torch.set_num_threads(before)
+
+
 def _spmm_seconds(edges, num_nodes: int, width: int, threads: int, device: str, repeats: int = 3) -> float:
     """Median seconds of one normalised sparse product ``Â·H`` of a snapshot at ``width``."""
     import statistics
@@ -314,4 +454,4 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "carried_snapshots", "option_factor", "with_predictor", "communication", "measure_base", "predict", "spearman"]
+__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "carried_snapshots", "frame_seconds", "model_steps_per_epoch", "option_factor", "with_predictor", "communication", "measure_base", "predict", "spearman"]

@@ -318,8 +318,9 @@ class AutoOptions(SequenceMode, Truncation, EventOptions, SampledOptions):
         "the device's free memory (the host's available memory on a CPU)", type=["string", "integer", "null"])
     trial_share: float = option(
         0.1, "auto: the trials' time as a share of the expected training time (the best predicted epoch times "
-        "the epochs); the best predicted candidates are timed until it is spent, at least two",
-        type="number", exclusiveMinimum=0, maximum=1)
+        "the epochs), a bound: the best predicted candidates are timed while it lasts; a share too small to time "
+        "one beside the plain loop leaves the choice to the prediction (above 1: trials longer than the training, "
+        "for a comparison)", type="number", exclusiveMinimum=0)
     cores: int | None = option(
         None, "auto: the CPU cores its candidates may fill with processes x threads (null = the cores this "
         "process may run on)", type=["integer", "null"], minimum=1)
@@ -474,30 +475,23 @@ def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: f
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                at_least: int = 2, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> list[Candidate]:
-    """The candidates to time, in predicted order: the plain one-process loops (the ones every
-    technique must beat; their trainers are warm from the prediction's measurement, timed again
-    beside the others), then the best
-    predicted while their trials' expected cost (:func:`_trial_cost`) stays within ``budget_s``; at
-    least ``at_least`` others, the best predicted of one process making up the number (a run too
-    short to pay for a process's start is not made to pay it: its trials stay in this process)."""
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> list[Candidate]:
+    """The candidates to time, within ``budget_s`` (the trials' share of the run, a bound: nothing is
+    timed beyond it): the plain one-process loops (the ones every technique must beat, timed again
+    beside the others; their trainers are warm from the prediction's measurement, so they pay their
+    steps only, counted first), then, in predicted order, each candidate whose trial's expected cost
+    (:func:`_trial_cost`) still fits. Empty when the share cannot time one candidate beside the plain
+    loops: the prediction then chooses (:func:`resolve`)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
     plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
-    picked = list(plain)   # their trainers are warm from the prediction's measurement: steps only
-    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds) for c in picked)
-
-    def cost(c):
-        return _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds)
+    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds) for c in plain)
+    others = []
     for c in order:
-        if c not in picked and spent + cost(c) <= budget_s:
-            picked.append(c)
-            spent += cost(c)
-    for c in order:
-        if len(picked) - len(plain) >= at_least:
-            break
-        if c not in picked and c.processes == 1:
-            picked.append(c)
-    return picked
+        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds)
+        if c not in plain and spent + cost <= budget_s:
+            others.append(c)
+            spent += cost
+    return plain + others if others else []
 
 
 class TrialConfigs(dict):
@@ -585,7 +579,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
             return live.measure(c, configs[c], peak.get(c, 0.0))
         one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
         plain = [c for c in one if c.strategy in PLAIN_STRATEGIES and not c.options]
-        base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None)
+        base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None,
+                            frame_sizes={dict(c.options).get("frame_size", 1) for c in fits})
         link = DEFAULT_LINK
         if o.predictor:   # the profile stage's cost model and channel costs for this device
             base, link = with_predictor(base, o.predictor, store, config)
@@ -593,11 +588,13 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
         tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds)
-                 if len(fits) > 1 else list(fits))
+                 if len(fits) > 1 else [])
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
-        if len(tried) == 1:
-            seconds, measured_peak = {tried[0]: predicted[tried[0]]}, {}
+        if not tried:   # one candidate, or a share that times none: the prediction chooses among one process's
+            # (a prediction of several processes leaves out their start and their contention: only a trial picks one)
+            seconds = {c: predicted[c] for c in (fits if len(fits) == 1 else [c for c in fits if c.processes == 1])}
+            measured_peak = {}
         else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
             seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
                                                       measure=measure, failed=failed)
@@ -609,15 +606,20 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     for c in runnable:
         if c not in seconds and c not in why:
             why[c] = (f"predicted peak {_mib(peak[c])} over the budget {_mib(budget_used)}" if c not in fits else
-                      f"predicted {predicted[c]:.3g} s/epoch, not among the best predicted the trials' share could time")
+                      f"predicted {predicted[c]:.3g} s/epoch, not among the best predicted the trials' share could time"
+                      if tried else f"predicted {predicted[c]:.3g} s/epoch; several processes are chosen only on a "
+                      f"trial, and the trials' share ({share_s:.2g} s) could time none")
     rep = report(cands, seconds, measured_peak, chosen, why, budget_used)
     for row, c in zip(rep["candidates"], cands):
         row["predicted_seconds"] = predicted.get(c)
         row["predicted_peak_bytes"] = peak.get(c)
-        row["trial_seconds"] = seconds.get(c) if c in seconds and len(tried) > 1 else None
-    timed = [c for c in tried if c in seconds] if len(tried) > 1 else []
+        row["trial_seconds"] = seconds.get(c) if c in seconds and tried else None
+        if not tried:   # the seconds it was chosen by are predictions, not a trial's
+            row["epoch_seconds"] = None
+    timed = [c for c in tried if c in seconds]
     rep.update({"memory_budget_from": budget_from, "cores": cores, "device": config.device,
                 "trial_share": float(o.trial_share), "expected_training_seconds": expected,
+                "chosen_by": "trials" if tried else "prediction",
                 "trial_seconds_total": trial_s, "resolve_seconds_total": time.perf_counter() - t0,
                 "spearman_predicted_vs_trials": (spearman([predicted[c] for c in timed], [seconds[c] for c in timed])
                                                  if len(timed) > 2 else None),   # two points always rank ±1
@@ -626,9 +628,11 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
                          "predictor": o.predictor,
                          "trainer_build_seconds": base.build_seconds}})
     line = summary_line(seconds, chosen, cands)
-    if len(tried) == 1:   # nothing else could run: its epoch is the prediction, not a trial's
-        rep["candidates"][cands.index(chosen)]["epoch_seconds"] = None
+    if len(fits) == 1:   # nothing else could run: its epoch is the prediction, not a trial's
         line += " (predicted: the one candidate, not timed)"
+    elif not tried:
+        line += (f" (predicted: the trials' share of the run, {share_s:.2g} s, could time none beside the plain "
+                 "loop's measurement)")
     # the config its trials ran (a group candidate's plan: trained by the plan it was timed with)
     return Choice(configs.get(chosen) or chosen_config(config, chosen), config, rep, line)
 
