@@ -125,6 +125,17 @@ def test_reuse_skips_the_first_aggregation_and_its_feed(store, model_name):
 
 
 
+def test_the_engine_s_feeder_copies_every_snapshot_when_built_on_a_cpu(store):
+    """As the sequential loop's (SnapshotFeeder._preload): a copy made by the step that first read
+    it pinned a page among the step's temporaries, and the heap grew over the first epoch."""
+    tr = trainer(store, "tgcn", strategy="frames", frame_size=2)
+    feeder = tr.strategy.engine.feeder
+    assert feeder.stats["full"] == tr.store.num_snapshots
+    before = feeder.stats["full"]
+    one_step(tr.run, tr.strategy)
+    assert feeder.stats["full"] == before   # no copy made in a step
+
+
 def test_the_pipeline_builds_the_partitions_the_inline_feed_builds(store):
     """With reuse, the producer prepares a frame before the frames ahead of it have stored their first
     aggregations: it builds a partition only where no earlier frame of the schedule covers every

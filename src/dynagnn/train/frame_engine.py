@@ -235,8 +235,10 @@ class FrameEngine:
         self.raws = [raw_snapshot(r, c, w, self.N) for r, c, w in store_edges]
         # per-snapshot Â (per-step aggregations, single misses): the sequential feeder, bytes counted;
         # the features are fed here (its copy of them is a one-snapshot slice, never read)
+        # on a CPU its copies made up front, as the sequential loop's (SnapshotFeeder._preload): made as
+        # the first epoch's frames read them, each pinned a page among the step's temporaries
         self.feeder = SnapshotFeeder(host, np.asarray(features)[:1] if np.ndim(features) == 3 else features,
-                                     self.N, self.device, "full", None, bytes_only(timer))
+                                     self.N, self.device, "full", None, bytes_only(timer), preload=True)
         feats = np.ascontiguousarray(features, dtype=np.float32)
         self.static = feats.ndim == 2
         self.F = int(feats.shape[-1])
