@@ -31,7 +31,8 @@ def cfg(**kw):
     return TrainConfig.of(**{"model": "tgcn", "hidden": 64, "window": 4, "threads": 1, **kw})
 
 
-@pytest.mark.parametrize("keys", [{}, {"model": "wdgcn"}], ids=["tgcn-sequential", "wdgcn-sequential"])
+@pytest.mark.parametrize("keys", [{}, {"model": "wdgcn"}, {"model": "wdgcn", "strategy": "frames", "frame_size": 4}],
+                         ids=["tgcn-sequential", "wdgcn-sequential", "wdgcn-frames"])
 def test_the_prediction_is_within_a_quarter_of_the_measured_peak(big_store, keys):
     config = cfg(**keys)
     predicted = predict_peak_bytes(open_store(big_store), config)
@@ -98,3 +99,55 @@ def test_every_term_is_named_and_non_negative(store):
 def test_a_failing_measurement_is_an_error_not_a_hang(store):
     with pytest.raises(MeasureError, match="failed"):
         measure_peak_bytes(str(store) + "-missing", cfg(), steps=1, timeout=120)
+
+
+def test_a_buffer_counts_its_resident_pages():
+    """An untouched 64 MiB buffer (glibc maps it: no page is resident until written) costs the
+    resident set nothing; written, all of it."""
+    from dynagnn.train.memory_model import resident_bytes
+
+    t = torch.empty(16 * 2 ** 20, dtype=torch.float32)
+    st = t.untyped_storage()
+    assert resident_bytes(st.data_ptr(), st.nbytes()) < 0.05 * st.nbytes()
+    t.fill_(1.0)
+    assert resident_bytes(st.data_ptr(), st.nbytes()) == st.nbytes()
+
+
+@pytest.mark.parametrize("model", ["evolvegcn_o", "wdgcn", "tgcn"])
+def test_the_partitions_an_epoch_keeps_are_those_the_engine_builds(store, model):
+    """Windows of 4 sliding by one snapshot, in frames of 2, run through the frame engine in order:
+    the partitions it built are those the model counts (EvolveGCN-O reads partitions in every frame;
+    WD-GCN only where every entry of the reused Â X is missing, the first window's frames; T-GCN's
+    first aggregation reads H: none)."""
+    import numpy as np
+
+    from dynagnn.models import build_model
+    from dynagnn.train.frame_engine import FrameEngine, reuses_ax
+    from dynagnn.train.memory_model import built_partitions
+    from dynagnn.train.transfer import host_snapshot
+
+    s = open_store(store)
+    n, T = s.num_nodes, s.num_snapshots
+    edges = s.window_edges(0, T)
+    net = build_model(model, s.feature_dim(), 8)
+    engine = FrameEngine(net, edges, [host_snapshot(*e, n) for e in edges], np.asarray(s.require_features()), n,
+                         window=4, frame_size=2, reuse=True, pipeline=False)
+    ends = [3, 4, 5, 6]
+    with torch.no_grad():
+        for e in ends:
+            engine.forward(range(e - 3, e + 1), net.initial_state(n, torch.device("cpu")))
+    engine.close()
+    needs = set(net.frame_needs())
+    got = built_partitions({"ends": ends, "window": 4}, window=4, S=2, needs=needs, reused=reuses_ax(needs, True))
+    assert got == set(engine._host_parts)
+    assert got == {"evolvegcn_o": {(0, 2), (2, 2), (1, 2), (3, 2), (4, 2), (5, 2)},
+                   "wdgcn": {(0, 2), (2, 2)}, "tgcn": set()}[model]
+
+
+def test_a_carried_sequence_s_first_epoch_builds_every_frame_s_partition():
+    from dynagnn.train.memory_model import built_partitions
+
+    # disjoint frames: every one finds its entries missing in the first epoch; a frame of one has none
+    got = built_partitions({"ends": list(range(7)), "window": 7, "carry": True}, window=1, S=3,
+                           needs={"ax"}, reused=True)
+    assert got == {(0, 3), (3, 3)}

@@ -73,6 +73,12 @@ ALLOCATOR_SLACK = 2.0
 #: builds): freed after the load but kept by the heap. ESTIMATED from the resident memory after the
 #: trainer is built less the counted data (44-61 bytes per stored edge on the churn stores).
 LOAD_BYTES_PER_EDGE = 48.0
+#: the event models' load transients per event of the stream (the stream read and sorted, the two
+#: temporal-neighbour samplers built, the task's splits and negative pools): freed after the trainer is
+#: built but kept by the heap. ESTIMATED from the resident memory after the trainer is built less the
+#: counted data on CollegeMsg's 59,835 events: 9.5, 11.3 and 10.6 MiB for TGN, JODIE and APAN
+#: (166-198 bytes per event).
+LOAD_BYTES_PER_EVENT = 180.0
 #: the resident memory a carried sequence's held activations cost, as a multiple of them: a carried
 #: piece keeps every snapshot's saved tensors (and its embedding's gradient) until its one backward,
 #: allocated once in forward order rather than churned step after step, so the heap keeps less above
@@ -102,22 +108,54 @@ def _storages(t: torch.Tensor) -> list[tuple[int, int]]:
     return out
 
 
-def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = ()) -> tuple[int, object]:
+def resident_bytes(ptr: int, nbytes: int) -> int:
+    """The bytes of the host range [ptr, ptr + nbytes) in resident pages (``mincore``), at most
+    ``nbytes``; ``nbytes`` where the system cannot say. A buffer's allocated size is not what it
+    costs the resident set: oneDNN's LSTM saves a workspace sized for its worst case (43 MB for 16
+    steps of 1,000 vertices at hidden 32, CPU) of which a forward touched 10-25 MB."""
+    import ctypes
+    import os
+
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        page = os.sysconf("SC_PAGE_SIZE")
+        start = ptr - ptr % page
+        length = ptr + nbytes - start
+        vec = (ctypes.c_ubyte * ((length + page - 1) // page))()
+        if _libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(length), vec) != 0:
+            return nbytes
+        return min(nbytes, int(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1)) * page)
+    except (OSError, AttributeError, ValueError):
+        return nbytes
+
+
+_libc = None
+#: saved storages at least this large are counted by their resident pages (:func:`resident_bytes`)
+RESIDENT_CHECK_BYTES = 1 << 20
+
+
+def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = (),
+                skip: set[int] = frozenset()) -> tuple[int, object]:
     """(the bytes of the distinct storages autograd saves for the backward pass while ``fn()`` runs,
     ``fn``'s result). Storages of ``exclude`` (parameters, the resident data: counted by other
-    terms) are not counted; a storage saved twice counts once."""
-    skip = {ptr for t in exclude for ptr, _ in _storages(t)}
-    seen: dict[int, int] = {}
+    terms) and the data pointers in ``skip`` are not counted; a storage saved twice counts once; a
+    large one on the host counts its resident pages (:func:`resident_bytes`), read after ``fn()``."""
+    skip = set(skip) | {ptr for t in exclude for ptr, _ in _storages(t)}
+    seen: dict[int, tuple[int, bool]] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         for ptr, nbytes in _storages(t):
             if ptr not in skip and nbytes:
-                seen[ptr] = nbytes
+                seen[ptr] = (nbytes, t.device.type == "cpu")
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
-    return sum(seen.values()), out
+    total = sum(resident_bytes(ptr, nb) if host and nb >= RESIDENT_CHECK_BYTES else nb
+                for ptr, (nb, host) in seen.items())
+    return total, out
 
 
 def _representative(store, ts: list[int]) -> int:
@@ -133,7 +171,7 @@ def measured_snapshot(store, config) -> dict[str, float]:
     from that embedding (``head``, its loss inputs included); ``state``: the bytes of the recurrent
     state a step hands on (a checkpoint block's boundary). Returns {"step", "head", "state", "t",
     "window": the snapshots a step back-propagates at once (a carried sequence's, or its tbptt piece),
-    "losses": the embeddings whose loss gradient it holds until its backward (every snapshot's in a
+    "ends": the training windows' last snapshots, "losses": the embeddings whose loss gradient it holds until its backward (every snapshot's in a
     carried sequence, :func:`~dynagnn.train.strategies.base.head_backwards`), "carry": whether it is
     a carried sequence}."""
     from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
@@ -170,7 +208,75 @@ def measured_snapshot(store, config) -> dict[str, float]:
     state_bytes = sum(nb for s in new_state for _, nb in _storages(s))
     return {"step": float(step), "head": float(head_bytes), "state": float(state_bytes),
             "embedding": float(h.numel() * h.element_size()), "t": t, "window": window, "losses": losses,
-            "carry": sequence == "carry"}
+            "carry": sequence == "carry", "ends": [int(e) for e in split.train]}
+
+
+def _held_storages(obj, depth: int = 4) -> set[int]:
+    """The data pointers of every tensor's storages among ``obj``'s attributes, containers and theirs,
+    ``depth`` levels down (modules left out: their parameters are excluded apart)."""
+    seen: set[int] = set()
+    out: set[int] = set()
+
+    def walk(o, d):
+        if isinstance(o, torch.Tensor):
+            out.update(ptr for ptr, _ in _storages(o))
+            return
+        if d < 0 or id(o) in seen or isinstance(o, (torch.nn.Module, type, str, bytes, int, float)):
+            return
+        seen.add(id(o))
+        if isinstance(o, dict):
+            items = list(o.values())
+        elif isinstance(o, (list, tuple, set)):
+            items = list(o)
+        else:
+            items = list(vars(o).values()) if hasattr(o, "__dict__") else []
+        for v in items[:100000]:
+            walk(v, d - 1)
+
+    walk(obj, depth)
+    return out
+
+
+def measured_frames(store, config, measured: dict) -> float:
+    """The saved bytes of one step's forward through PiPAD's frames (frames, group_frames), MEASURED:
+    the frame engine (:class:`~dynagnn.train.frame_engine.FrameEngine`, the run's frame size and
+    reuse, no producer thread) runs the run's model over the step's range (the window ending at the
+    representative target, or the carried piece from its start) twice, the second under the
+    saved-tensor hooks (:func:`saved_bytes`), with the engine's own arrays (its reuse cache,
+    partitions, features and snapshot copies: :func:`frames_bytes` and :func:`adjacency_bytes` count
+    them) and the parameters left out. A frame saves what its batched products read (the frame's
+    stacked inputs, a GEMM's operands, a recurrence's workspace), not its snapshots' one-by-one
+    tensors: on CollegeMsg daily WD-GCN in frames of 4, 3x their bytes."""
+    from dynagnn.train.frame_engine import FrameEngine
+    from dynagnn.train.transfer import host_snapshot
+
+    o = config.options
+    n, T = int(store.num_nodes), int(store.num_snapshots)
+    window = int(measured["window"])
+    ends = measured.get("ends") or [int(measured["t"])]
+    a = int(ends[0]) if measured.get("carry") else max(0, int(measured["t"]) - window + 1)
+    span = max(1, min(window, T - a))
+    S = max(1, min(int(o.frame_size or span), span))
+    edges = store.window_edges(a, a + span)
+    host = [host_snapshot(*e, n) for e in edges]
+    feats = np.asarray(store.require_features(), dtype=np.float32)
+    feats = feats[a:a + span] if feats.ndim == 3 else feats
+    strategy = config.strategy_cls(config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = strategy.build_model(int(feats.shape[-1]))
+    model.train()
+    engine = FrameEngine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
+                         reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
+    try:
+        def forward():
+            engine.schedule([range(span)])
+            return engine.forward(range(span), model.initial_state(n, torch.device("cpu")))
+        forward()   # the reuse cache and the partitions built, as the first epoch leaves them
+        got, _ = saved_bytes(forward, tuple(model.parameters()), _held_storages(engine))
+    finally:
+        engine.close()
+    return float(got)
 
 
 # ---- the terms ----------------------------------------------------------------------------------
@@ -299,7 +405,16 @@ def activation_bytes(store, config, measured: dict | None = None) -> float:
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
     losses = m.get("losses", 1)
-    return s["snapshots"] * m["step"] + s["boundaries"] * m["state"] + m["head"] + losses * m["embedding"]
+    return _model_saved(m, s) + s["boundaries"] * m["state"] + m["head"] + losses * m["embedding"]
+
+
+def _model_saved(m: dict, s: dict) -> float:
+    """The model's saved bytes of the snapshots a step holds: the frames' own measurement where there
+    is one (:func:`measured_frames`, of a whole window or piece, scaled to the share of it a process
+    holds), else the snapshots times one snapshot's."""
+    if "frames" in m:
+        return m["frames"] * s["snapshots"] / max(1, int(m["window"]))
+    return s["snapshots"] * m["step"]
 
 
 def backward_bytes(store, config, measured: dict | None = None) -> float:
@@ -309,8 +424,12 @@ def backward_bytes(store, config, measured: dict | None = None) -> float:
     each freeing its saved tensors as the next one's gradients are made."""
     m = measured or measured_snapshot(store, config)
     s = step_snapshots(config, int(m["window"]))
-    snapshots = 1.0 if m.get("carry") else s["snapshots"]
-    return BACKWARD_SHARE * (snapshots * m["step"] + m["head"])
+    if m.get("carry"):   # one snapshot's backward at a time; in frames, one frame's
+        frame = min(int(getattr(config.options, "frame_size", None) or 1), int(m["window"]))
+        held = _model_saved(m, {"snapshots": float(frame)}) if "frames" in m else m["step"]
+    else:
+        held = _model_saved(m, s)
+    return BACKWARD_SHARE * (held + m["head"])
 
 
 def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Module | None = None) -> float:
@@ -319,17 +438,18 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     ``frame_reuse`` is on and the model's first aggregation reads X alone: ``"ax"`` in its
     ``frame_needs``, as :class:`~dynagnn.train.frame_engine.FrameEngine` decides); a second
     sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
-    keys (int64 per stored edge); the frame's partitions where the engine reads them (the model
-    aggregates a frame-wide input, its first aggregation is not reused, or a carried sequence's
-    first epoch finds every frame's entries missing) on the host and, on a GPU,
-    their device copy (12 bytes per nnz of the frame's S snapshots; on a CPU the host's partition is
-    the device's); and the frame's stacked aggregations, S snapshots' [N, F] inputs and [N, H]
-    outputs at once (``frame_size`` S, the window when the tuner decides)."""
+    triples (:class:`~dynagnn.graph.overlap.RawSnapshot`: int64 keys and float32 weights of Â's
+    entries, self-loops included, and float64 D^-1/2 per vertex); the partitions the epoch's frames build and keep
+    (:func:`built_partitions`) on the host and, on a GPU, their device copy (12 bytes per nnz of the
+    partition's snapshots; on a CPU the host's partition is the device's); and the frame's stacked
+    aggregations, S snapshots' [N, F] inputs and [N, H] outputs at once (``frame_size`` S, at most
+    the window or the carried piece; the span when the tuner decides)."""
     o = config.options
     n, T = int(store.num_nodes), int(store.num_snapshots)
     f = int(store.feature_dim())
     window = int(config.window)
-    S = min(int(o.frame_size or window), window)
+    span = int((measured or {}).get("window") or window) if (measured or {}).get("carry") else window
+    S = min(int(o.frame_size or span), span)
     nnz = _nnz(store)
     if model is None:
         model = _model_and_head(store, config)[0]
@@ -339,16 +459,42 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     reused = reuses_ax(needs, getattr(o, "frame_reuse", "on") == "on")
     reuse = T * n * f * FLOAT if reused else 0.0
     copies = 2.0 * n * f * FLOAT
-    raws = float(np.diff(store.offsets).sum()) * INDEX
-    frame_nnz = float(np.mean(nnz)) * S
-    # with reuse a frame reads partitions while its entries are missing: a carried sequence's frames
-    # are disjoint, so every frame of the first epoch builds its own (kept until the epoch ends)
-    carried = bool((measured or {}).get("carry"))
-    parts_read = partitions_matter(needs, reused) or ("ax" in needs and carried)
+    raws = float(nnz.sum()) * (INDEX + FLOAT) + T * n * 8.0   # RawSnapshot: self-looped keys, weights, float64 D^-1/2
     copies_of_parts = 2.0 if config.device.startswith("cuda") else 1.0
-    parts = copies_of_parts * 12.0 * frame_nnz * math.ceil(T / S) if parts_read else 0.0
+    parts = copies_of_parts * 12.0 * float(sum(nnz[a:a + size].sum() for a, size in
+                                               built_partitions(measured or {}, window, S, needs, reused)))
     stacked = S * n * (f + int(config.hidden)) * FLOAT
     return reuse + copies + raws + parts + stacked
+
+
+def built_partitions(measured: dict, window: int, S: int, needs: set[str], reused: bool) -> set[tuple[int, int]]:
+    """(first snapshot, size) of each frame partition an epoch's frames build and keep, COUNTED from
+    the epoch's ranges (``measured``'s ``ends``: a window ending at each, or a carried sequence's
+    tbptt pieces) cut into frames of S as the engine cuts them: every frame of several snapshots where
+    the model reads partitions (:func:`~dynagnn.train.frame_engine.partitions_matter`: sliding
+    windows make a frame, and a partition, per window); where only the reused ``Â X`` is read, the
+    frames whose every entry is missing when they run (the first epoch's disjoint frames of a
+    carried sequence; of sliding windows, about the first). None where no partition is read."""
+    from dynagnn.train.frame_engine import partitions_matter
+
+    ends = [int(e) for e in measured.get("ends", [])]
+    if measured.get("carry"):
+        k = int(measured.get("window") or len(ends)) or 1
+        ranges = [ends[i:i + k] for i in range(0, len(ends), k)]
+    else:
+        ranges = [list(range(max(0, e - window + 1), e + 1)) for e in ends]
+    every = partitions_matter(needs, reused)
+    if not every and "ax" not in needs:
+        return set()
+    keys, seen = set(), set()
+    for ts in ranges:
+        for a in range(ts[0], ts[-1] + 1, S) if ts else ():
+            size = min(S, ts[-1] + 1 - a)
+            frame = set(range(a, a + size))
+            if size > 1 and (every or not frame & seen):
+                keys.add((a, size))
+            seen |= frame
+    return keys
 
 
 def sampled_bytes(store, config) -> float:
@@ -458,8 +604,12 @@ def strategy_bytes(store, config, measured: dict | None = None, model: torch.nn.
 
 def load_bytes(store, config) -> float:
     """The load's transients, kept by the heap: :data:`LOAD_BYTES_PER_EDGE` per stored edge of every
-    snapshot (every snapshot strategy's process loads them all; ESTIMATED)."""
-    if "snapshot" not in config.strategy_cls.models and "stacked" not in config.strategy_cls.models:
+    snapshot (every snapshot strategy's process loads them all), :data:`LOAD_BYTES_PER_EVENT` per
+    event of the stream for the event models (ESTIMATED); 0 for the sampled strategies."""
+    models = config.strategy_cls.models
+    if "event" in models:
+        return LOAD_BYTES_PER_EVENT * float(store.root["events/src"].shape[0]) if store.has("events/src") else 0.0
+    if "snapshot" not in models and "stacked" not in models:
         return 0.0
     return LOAD_BYTES_PER_EDGE * float(store.offsets[-1])
 
@@ -482,9 +632,11 @@ def memory_terms(store, config) -> dict[str, float]:
         ev = event_bytes(store, config)
         acts = ev["activations"]
         back = BACKWARD_SHARE * acts
-        return {"data": ev["data"], "task": 0.0, "load": 0.0, "parameters": params, "activations": acts,
+        return {"data": ev["data"], "task": 0.0, "load": load_bytes(store, config), "parameters": params, "activations": acts,
                 "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"]}
     m = measured_snapshot(store, config)
+    if config.strategy in ("frames", "group_frames"):
+        m["frames"] = measured_frames(store, config, m)
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
     return {"data": data_bytes(store, config), "task": task_bytes(store, config), "load": load_bytes(store, config),
             "parameters": params, "activations": acts, "backward": back,
@@ -646,6 +798,6 @@ def measure_peak_bytes(store_path, config, steps: int | None = 3, timeout: float
     return float(value)
 
 
-__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
+__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
            "frames_bytes", "measure_peak_bytes", "measured_snapshot", "memory_terms", "parameter_bytes",
            "predict_peak_bytes", "saved_bytes", "step_snapshots", "strategy_bytes", "task_bytes"]
