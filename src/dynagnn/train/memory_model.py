@@ -11,17 +11,22 @@ start (after imports, before the :class:`~dynagnn.train.engine.Trainer` is built
 - ``parameters``: model + head weights, their gradients and Adam's two moments (:func:`parameter_bytes`);
 - ``activations``: what one training step keeps for its backward pass, MEASURED by running the
   run's model at its widths on one representative snapshot (and the task's head on its embeddings)
-  under :func:`torch.autograd.graph.saved_tensors_hooks` (:func:`saved_bytes`), then scaled by the
-  snapshots a step holds at once (:func:`activation_bytes`);
+  under :func:`torch.autograd.graph.saved_tensors_hooks` (:func:`saved_bytes`: a large host buffer
+  counted by its resident pages), then scaled by the snapshots a step holds at once
+  (:func:`activation_bytes`); PiPAD's frames measured through the frame engine over a whole window
+  or carried piece (:func:`measured_frames`);
 - ``backward``: the gradients in flight during the backward pass (:func:`backward_bytes`),
   ESTIMATED from the measured activations (module constant :data:`BACKWARD_SHARE`);
-- ``load``: the transients of loading the snapshots, freed but kept by the heap (:func:`load_bytes`,
-  ESTIMATED per stored edge, :data:`LOAD_BYTES_PER_EDGE`);
+- ``load``: the transients of loading the snapshots or the event stream, freed but kept by the heap
+  (:func:`load_bytes`, ESTIMATED per stored edge or event, :data:`LOAD_BYTES_PER_EDGE`,
+  :data:`LOAD_BYTES_PER_EVENT`);
 - ``allocator``: what the heap keeps above a step's live peak (:func:`allocator_bytes`, ESTIMATED,
   :data:`ALLOCATOR_SLACK`);
 - ``strategy``: what a strategy adds of its own (:func:`strategy_bytes`): PiPAD's frames (the reuse
   cache of ``Â_t X_t``, the frame's partitions and stacked aggregations), BGL's cache levels, the
-  event models' memory and mailbox (those are counted from the arrays their strategy builds).
+  event models' memory and mailbox (those are counted from the arrays their strategy builds);
+- ``workspace``: on a GPU, the CUDA libraries' workspaces (:func:`cuda_workspace_bytes`, MEASURED
+  once per process); 0 on a CPU.
 
 What is left out, on purpose: evaluation (the link task's fixed evaluation negatives and the
 gathered embeddings of the validation and test windows, the same for every strategy of a run); the
@@ -34,11 +39,14 @@ predicts that mark, hence the ``load`` and ``allocator`` terms); and the one-off
 :func:`measure_peak_bytes` measures the same quantity in a fresh spawned process: the resident set's
 high-water mark (VmHWM) above its start, or on a GPU the allocator's peak above what was allocated.
 
-The terms are the host's. On a GPU (``max_memory_allocated``) the model is not yet right: it counts
-host-only terms (the load's transients, the heap's slack, the host's snapshots) and misses the CUDA
-libraries' workspaces that the caching allocator serves (cuBLAS's, made at a process's first
-product); on an H200 (issue 30's first GPU run, docs/benchmarks.md#auto) it predicted 0.48-1.91 x
-the measured peak of auto's picks.
+On a GPU the terms are the device's (``max_memory_allocated``): the feeder's resident copies and the
+features there (:func:`device_data_bytes`), the parameters, a step's tensors (counted at their
+allocated size), the strategy's device arrays (the frames' device cache and partitions, BGL's first
+level, the event models' memory, mailbox and edge features) and the libraries' workspaces; the
+host's snapshots, the load's transients, the heap's slack and the task's host arrays are left out.
+The host-only model it replaces predicted 0.48-1.91x the measured peak of auto's picks on an H200
+(issue 30's first GPU run, docs/benchmarks.md#auto); these device terms are written from that run's
+findings and tested on a CPU for what they count, and have not yet run on a GPU.
 """
 
 from __future__ import annotations
@@ -137,11 +145,12 @@ RESIDENT_CHECK_BYTES = 1 << 20
 
 
 def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = (),
-                skip: set[int] = frozenset()) -> tuple[int, object]:
+                skip: set[int] = frozenset(), resident: bool = True) -> tuple[int, object]:
     """(the bytes of the distinct storages autograd saves for the backward pass while ``fn()`` runs,
     ``fn``'s result). Storages of ``exclude`` (parameters, the resident data: counted by other
     terms) and the data pointers in ``skip`` are not counted; a storage saved twice counts once; a
-    large one on the host counts its resident pages (:func:`resident_bytes`), read after ``fn()``."""
+    large one on the host counts its resident pages (:func:`resident_bytes`), read after ``fn()``,
+    where ``resident`` (a prediction for the host; a GPU's allocator counts what it allocates)."""
     skip = set(skip) | {ptr for t in exclude for ptr, _ in _storages(t)}
     seen: dict[int, tuple[int, bool]] = {}
 
@@ -153,7 +162,7 @@ def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = ()
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
-    total = sum(resident_bytes(ptr, nb) if host and nb >= RESIDENT_CHECK_BYTES else nb
+    total = sum(resident_bytes(ptr, nb) if resident and host and nb >= RESIDENT_CHECK_BYTES else nb
                 for ptr, (nb, host) in seen.items())
     return total, out
 
@@ -202,9 +211,10 @@ def measured_snapshot(store, config) -> dict[str, float]:
         _, state = model.step(*feeder.get(prev), state)
     adj, x = feeder.get(t)
     exclude = params + (adj.matrix, x) + tuple(state)
-    step, (h, new_state) = saved_bytes(lambda: model.step(adj, x, state), exclude)
+    host = not _gpu(config)
+    step, (h, new_state) = saved_bytes(lambda: model.step(adj, x, state), exclude, resident=host)
     leaf = h.detach().requires_grad_(True)
-    head_bytes, _ = saved_bytes(lambda: task.loss(head, leaf, t, 0), params + (leaf,))
+    head_bytes, _ = saved_bytes(lambda: task.loss(head, leaf, t, 0), params + (leaf,), resident=host)
     state_bytes = sum(nb for s in new_state for _, nb in _storages(s))
     return {"step": float(step), "head": float(head_bytes), "state": float(state_bytes),
             "embedding": float(h.numel() * h.element_size()), "t": t, "window": window, "losses": losses,
@@ -273,13 +283,17 @@ def measured_frames(store, config, measured: dict) -> float:
             engine.schedule([range(span)])
             return engine.forward(range(span), model.initial_state(n, torch.device("cpu")))
         forward()   # the reuse cache and the partitions built, as the first epoch leaves them
-        got, _ = saved_bytes(forward, tuple(model.parameters()), _held_storages(engine))
+        got, _ = saved_bytes(forward, tuple(model.parameters()), _held_storages(engine), resident=not _gpu(config))
     finally:
         engine.close()
     return float(got)
 
 
 # ---- the terms ----------------------------------------------------------------------------------
+
+def _gpu(config) -> bool:
+    return str(config.device).startswith("cuda")
+
 
 def _procs(config) -> int:
     return int(config.workers) * int(config.strategy_cls.procs_per_worker)
@@ -319,7 +333,18 @@ def adjacency_bytes(store, config) -> float:
     n = int(store.num_nodes)
     nnz = _nnz(store)
     host = float((nnz * (INDEX + FLOAT)).sum() + len(nnz) * INDEX * (n + 1))
-    per = nnz * (INDEX + FLOAT) + INDEX * (n + 1)
+    return host + resident_adjacency_bytes(store, config)
+
+
+def resident_adjacency_bytes(store, config) -> float:
+    """The feeder's resident copies (int64 row offsets and columns, float32 values) of the snapshots
+    an epoch's windows read, on the training device: every snapshot it was asked for unless
+    ``checkpoint_blocks`` bounds it to a block (the graph difference keeps each copy's int64 keys
+    too); a worker of several keeps its share."""
+    n = int(store.num_nodes)
+    nnz = _nnz(store)
+    diff = getattr(config.options, "transfer", "full") == "diff"
+    per = nnz * (INDEX + FLOAT + (INDEX if diff else 0)) + INDEX * (n + 1)
     blocks = int(getattr(config.options, "checkpoint_blocks", 1) or 1)
     if blocks > 1:
         resident = float(np.sort(per)[::-1][: math.ceil(config.window / blocks) + 1].sum())
@@ -327,7 +352,7 @@ def adjacency_bytes(store, config) -> float:
         resident = float(per.sum())
     if _splits(config):
         resident /= max(1, int(config.workers))
-    return host + resident
+    return resident
 
 
 def data_bytes(store, config) -> float:
@@ -439,9 +464,9 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     ``frame_needs``, as :class:`~dynagnn.train.frame_engine.FrameEngine` decides); a second
     sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
     triples (:class:`~dynagnn.graph.overlap.RawSnapshot`: int64 keys and float32 weights of Â's
-    entries, self-loops included, and float64 D^-1/2 per vertex); the partitions the epoch's frames build and keep
-    (:func:`built_partitions`) on the host and, on a GPU, their device copy (12 bytes per nnz of the
-    partition's snapshots; on a CPU the host's partition is the device's); and the frame's stacked
+    entries, self-loops included, and float64 D^-1/2 per vertex; host memory, left out on a GPU);
+    the partitions the epoch's frames build and keep (:func:`built_partitions`; 12 bytes per nnz of
+    the partition's snapshots: on a CPU the host's, on a GPU their device copies); and the frame's stacked
     aggregations, S snapshots' [N, F] inputs and [N, H] outputs at once (``frame_size`` S, at most
     the window or the carried piece; the span when the tuner decides)."""
     o = config.options
@@ -459,10 +484,9 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     reused = reuses_ax(needs, getattr(o, "frame_reuse", "on") == "on")
     reuse = T * n * f * FLOAT if reused else 0.0
     copies = 2.0 * n * f * FLOAT
-    raws = float(nnz.sum()) * (INDEX + FLOAT) + T * n * 8.0   # RawSnapshot: self-looped keys, weights, float64 D^-1/2
-    copies_of_parts = 2.0 if config.device.startswith("cuda") else 1.0
-    parts = copies_of_parts * 12.0 * float(sum(nnz[a:a + size].sum() for a, size in
-                                               built_partitions(measured or {}, window, S, needs, reused)))
+    raws = 0.0 if _gpu(config) else float(nnz.sum()) * (INDEX + FLOAT) + T * n * 8.0
+    parts = 12.0 * float(sum(nnz[a:a + size].sum() for a, size in
+                             built_partitions(measured or {}, window, S, needs, reused)))
     stacked = S * n * (f + int(config.hidden)) * FLOAT
     return reuse + copies + raws + parts + stacked
 
@@ -504,7 +528,8 @@ def sampled_bytes(store, config) -> float:
     o = config.options
     f = int(store.feature_dim()) if store.has("features/x") else 0
     table = float(store.num_nodes) * f * FLOAT
-    levels = [float(getattr(o, key, 0.0) or 0.0) * 2**20 for key in ("cache_l1_mb", "cache_l2_mb")]
+    keys = ("cache_l1_mb",) if _gpu(config) else ("cache_l1_mb", "cache_l2_mb")   # a GPU's host level is not its
+    levels = [float(getattr(o, key, 0.0) or 0.0) * 2**20 for key in keys]
     return float(sum(min(level, table) for level in levels))
 
 
@@ -534,7 +559,7 @@ def event_bytes(store, config) -> dict[str, float]:
                 if k in _events_class().Options.declared()}
         one = event_bytes(store, candidate_config(config, "events", 1, config.threads or 1, keys))
         workers = max(1, int(config.workers))
-        return {"data": one["data"], "memory": one["memory"] / workers, "activations": one["activations"] / workers}
+        return {**one, "memory": one["memory"] / workers, "activations": one["activations"] / workers}
 
     strategy = config.strategy_cls(config)
     ctx = DistContext.single("cpu")
@@ -551,11 +576,12 @@ def event_bytes(store, config) -> dict[str, float]:
         batch = strategy._prepare((unit, 0))
         params = tuple(run.model.parameters()) + tuple(run.head.parameters())
         mem_tensors = tuple(strategy.memory.state().values())
-        acts, _ = saved_bytes(lambda: strategy._run(batch), params + mem_tensors)
+        acts, _ = saved_bytes(lambda: strategy._run(batch), params + mem_tensors, resident=not _gpu(config))
         acts += _array_bytes(batch)
     finally:
         strategy.close()
-    return {"data": float(data), "memory": float(memory), "activations": float(acts)}
+    features = 0.0 if run.features is None else float(np.asarray(run.features).nbytes)
+    return {"data": float(data), "memory": float(memory), "activations": float(acts), "features": features}
 
 
 def _array_bytes(obj, depth: int = 2) -> float:
@@ -628,20 +654,70 @@ def memory_terms(store, config) -> dict[str, float]:
     process of the run."""
     model, head = _model_and_head(store, config)
     params = parameter_bytes(store, config, model, head)
+    gpu = _gpu(config)
     if "event" in config.strategy_cls.models:
         ev = event_bytes(store, config)
         acts = ev["activations"]
         back = BACKWARD_SHARE * acts
+        if gpu:   # the edge features, the memory and mailbox on the device; the stream and samplers on the host
+            return {"data": ev["features"], "task": 0.0, "load": 0.0, "parameters": params, "activations": acts,
+                    "backward": back, "allocator": 0.0, "strategy": ev["memory"],
+                    "workspace": cuda_workspace_bytes(config.device)}
         return {"data": ev["data"], "task": 0.0, "load": load_bytes(store, config), "parameters": params, "activations": acts,
-                "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"]}
+                "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"], "workspace": 0.0}
     m = measured_snapshot(store, config)
     if config.strategy in ("frames", "group_frames"):
         m["frames"] = measured_frames(store, config, m)
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
+    if gpu:
+        return {"data": device_data_bytes(store, config, m), "task": 0.0, "load": 0.0, "parameters": params,
+                "activations": acts, "backward": back, "allocator": 0.0,
+                "strategy": strategy_bytes(store, config, m, model), "workspace": cuda_workspace_bytes(config.device)}
     return {"data": data_bytes(store, config), "task": task_bytes(store, config), "load": load_bytes(store, config),
             "parameters": params, "activations": acts, "backward": back,
             "allocator": allocator_bytes(acts, back, bool(m.get("carry"))),
-            "strategy": strategy_bytes(store, config, m, model)}
+            "strategy": strategy_bytes(store, config, m, model), "workspace": 0.0}
+
+
+def device_data_bytes(store, config, measured: dict) -> float:
+    """What a training process keeps of the store on a GPU: the feeder's resident copies
+    (:func:`resident_adjacency_bytes`) and the node features there: static ones once (the feeder's
+    copy), per-snapshot ones sent with each step's snapshots (a window's, or a carried piece's), freed
+    after it."""
+    shape = store.root["features/x"].shape if store.has("features/x") else (store.num_nodes, store.feature_dim())
+    one = float(store.num_nodes) * float(shape[-1]) * FLOAT
+    per_step = one if len(shape) == 2 else one * int(measured.get("window") or config.window)
+    return resident_adjacency_bytes(store, config) + per_step
+
+
+_WORKSPACES: dict[str, float] = {}
+
+
+def cuda_workspace_bytes(device: str) -> float:
+    """The CUDA libraries' workspaces a training process allocates through the caching allocator
+    (cuBLAS's and cuBLASLt's, made at a stream's first product; ``max_memory_allocated`` counts them),
+    MEASURED once per process and device: the workspaces cleared, a product and a biased linear map
+    run forward and backward, the bytes still allocated once their tensors are freed. The earlier
+    host-only model missed them: on an H200, 35-37 MiB above every other term (issue 30's first GPU
+    run). 0 without a GPU."""
+    if not torch.cuda.is_available():
+        return 0.0
+    dev = torch.device(device)
+    key = str(dev)
+    if key not in _WORKSPACES:
+        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear is not None:
+            clear()
+        torch.cuda.synchronize(dev)
+        before = torch.cuda.memory_allocated(dev)
+        a = torch.randn(256, 256, device=dev, requires_grad=True)
+        w = torch.randn(256, 256, device=dev, requires_grad=True)
+        b = torch.randn(256, device=dev, requires_grad=True)
+        (torch.nn.functional.linear(a, w, b).sum() + (a @ w).sum()).backward()
+        del a, w, b
+        torch.cuda.synchronize(dev)
+        _WORKSPACES[key] = float(max(torch.cuda.memory_allocated(dev) - before, 0))
+    return _WORKSPACES[key]
 
 
 def predict_peak_bytes(store, config) -> float:
@@ -798,6 +874,6 @@ def measure_peak_bytes(store_path, config, steps: int | None = 3, timeout: float
     return float(value)
 
 
-__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
+__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "built_partitions", "cuda_workspace_bytes", "device_data_bytes", "measured_frames", "resident_bytes", "resident_adjacency_bytes", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
            "frames_bytes", "measure_peak_bytes", "measured_snapshot", "memory_terms", "parameter_bytes",
            "predict_peak_bytes", "saved_bytes", "step_snapshots", "strategy_bytes", "task_bytes"]
