@@ -38,3 +38,19 @@ def keep_freed_heap() -> bool:
     log.info("glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB, top pad 64 MiB)%s",
              "" if ok else ": some setting refused")
     return ok
+
+
+def release_freed_pages() -> bool:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim(0)``, which also releases
+    the free pages inside the heap, not only its top), so that a page resident afterwards is one a
+    live block or a later write touched; False where the C library is not glibc. The memory model
+    calls it before it counts a step's saved buffers by their resident pages
+    (:func:`dynagnn.train.memory_model.saved_bytes`): without it a buffer served from pages an earlier
+    step had touched counts in full, and the count depends on what the process ran before."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)   # 1 if it released memory, 0 if there was none to release
+    except (OSError, AttributeError):
+        return False
+    return True

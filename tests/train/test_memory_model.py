@@ -176,3 +176,25 @@ def test_a_carried_sequence_s_first_epoch_builds_every_frame_s_partition():
     got = built_partitions({"ends": list(range(7)), "window": 7, "carry": True}, window=1, S=3,
                            needs={"ax"}, reused=True)
     assert got == {(0, 3), (3, 3)}
+
+
+def test_a_buffer_on_pages_an_earlier_one_touched_counts_only_once_they_are_released():
+    """A freed block's pages stay resident in the heap (the trainers keep freed memory): a new buffer
+    served from them looks touched. With the free pages handed back first, an untouched buffer counts
+    nothing, whatever ran before."""
+    from dynagnn.allocator import keep_freed_heap, release_freed_pages
+    from dynagnn.train.memory_model import resident_bytes
+
+    if not keep_freed_heap():
+        pytest.skip("not glibc")
+    n = 4 * 2 ** 20 // 4                      # 4 MiB: under the mmap threshold, served by the heap
+    first = torch.ones(n)
+    del first
+    again = torch.empty(n)                    # the same pages, resident from the first buffer's writes
+    st = again.untyped_storage()
+    assert resident_bytes(st.data_ptr(), st.nbytes()) > 0.9 * st.nbytes()
+    del again, st
+    assert release_freed_pages()
+    fresh = torch.empty(n)
+    st = fresh.untyped_storage()
+    assert resident_bytes(st.data_ptr(), st.nbytes()) < 0.1 * st.nbytes()

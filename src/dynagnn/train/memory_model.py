@@ -160,6 +160,10 @@ def saved_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = ()
                 seen[ptr] = (nbytes, t.device.type == "cpu")
         return t
 
+    if resident:   # the heap's free pages released: what is resident after fn() is what it touched
+        from dynagnn.allocator import release_freed_pages
+
+        release_freed_pages()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
     total = sum(resident_bytes(ptr, nb) if resident and host and nb >= RESIDENT_CHECK_BYTES else nb
