@@ -211,13 +211,14 @@ class FrameEngine:
     ``pipeline``: the producer thread (and side stream on a GPU): True, False or "auto" (on until
     the tuner has frozen S, then kept only if it measured faster than preparing inline: on a CPU the
     producer thread competes with the compute for the same cores); ``memory_bytes``: the tuner's
-    bound (None: :func:`default_memory_bytes`).
+    bound (None: :func:`default_memory_bytes`); ``preload``: on a CPU, the per-snapshot feeder's
+    copies made when built (a process that reads every snapshot).
     """
 
     def __init__(self, model: DynamicGNN, store_edges, host: list, features: np.ndarray, num_nodes: int,
                  device: torch.device | str = "cpu", *, window: int, frame_size: int | None = None,
                  reuse: bool = True, pipeline: bool | str = True, memory_bytes: float | None = None,
-                 timer: PhaseTimer | None = None):
+                 timer: PhaseTimer | None = None, preload: bool = True):
         self.model = model
         self.N = int(num_nodes)
         self.T = len(host)
@@ -236,9 +237,10 @@ class FrameEngine:
         # per-snapshot Â (per-step aggregations, single misses): the sequential feeder, bytes counted;
         # the features are fed here (its copy of them is a one-snapshot slice, never read)
         # on a CPU its copies made up front, as the sequential loop's (SnapshotFeeder._preload): made as
-        # the first epoch's frames read them, each pinned a page among the step's temporaries
+        # the first epoch's frames read them, each pinned a page among the step's temporaries (a group
+        # process, which reads its part, keeps them lazy: ``preload``)
         self.feeder = SnapshotFeeder(host, np.asarray(features)[:1] if np.ndim(features) == 3 else features,
-                                     self.N, self.device, "full", None, bytes_only(timer), preload=True)
+                                     self.N, self.device, "full", None, bytes_only(timer), preload=preload)
         feats = np.ascontiguousarray(features, dtype=np.float32)
         self.static = feats.ndim == 2
         self.F = int(feats.shape[-1])
@@ -565,11 +567,12 @@ class FrameEngine:
         self.prefetch.close()
 
 
-def engine_for(run, options, span: int | None = None) -> FrameEngine:
+def engine_for(run, options, span: int | None = None, preload: bool = True) -> FrameEngine:
     """The frame engine of a run (:class:`~dynagnn.train.strategies.base.Run`) with the frames
     ``options`` (``frame_size``, ``frame_reuse``, ``pipeline``, ``frame_memory_mb``): the frames
     strategy's, and each group process's (``group_frames``). ``span``: the longest range a frame may
-    cover (default the window; in sequence mode carry, the tbptt piece or the sequence)."""
+    cover (default the window; in sequence mode carry, the tbptt piece or the sequence); ``preload``:
+    the engine's (a group process, which reads its part of the snapshots, passes False)."""
     span = int(span or run.window)
     size = options.frame_size
     if size is not None and int(size) > span:  # a frame never spans more than the window
@@ -581,7 +584,8 @@ def engine_for(run, options, span: int | None = None) -> FrameEngine:
                          run.features, run.num_nodes, run.device, window=span,
                          frame_size=size, reuse=options.frame_reuse == "on",
                          pipeline={"on": True, "off": False}.get(options.pipeline, "auto"),
-                         memory_bytes=(options.frame_memory_mb or 0) * MiB or None, timer=run.timer)
+                         memory_bytes=(options.frame_memory_mb or 0) * MiB or None, timer=run.timer,
+                         preload=preload)
     log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
              "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
     return engine

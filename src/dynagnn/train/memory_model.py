@@ -51,6 +51,7 @@ findings and tested on a CPU for what they count, and have not yet run on a GPU.
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
 import queue as queue_mod
@@ -280,8 +281,13 @@ def measured_frames(store, config, measured: dict) -> float:
         torch.manual_seed(config.seed)
         model = strategy.build_model(int(feats.shape[-1]))
     model.train()
-    engine = FrameEngine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
-                         reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
+    engine_log = logging.getLogger("dynagnn.train.frame_engine")
+    quiet, engine_log.disabled = engine_log.disabled, True   # the run's own engine logs its reuse line once
+    try:
+        engine = FrameEngine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
+                             reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
+    finally:
+        engine_log.disabled = quiet
     try:
         def forward():
             engine.schedule([range(span)])
@@ -477,7 +483,8 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     n, T = int(store.num_nodes), int(store.num_snapshots)
     f = int(store.feature_dim())
     window = int(config.window)
-    span = int((measured or {}).get("window") or window) if (measured or {}).get("carry") else window
+    measured = measured or measured_snapshot(store, config)
+    span = int(measured.get("window") or window) if measured.get("carry") else window
     S = min(int(o.frame_size or span), span)
     nnz = _nnz(store)
     if model is None:
@@ -490,7 +497,7 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     copies = 2.0 * n * f * FLOAT
     raws = 0.0 if _gpu(config) else float(nnz.sum()) * (INDEX + FLOAT) + T * n * 8.0
     parts = 12.0 * float(sum(nnz[a:a + size].sum() for a, size in
-                             built_partitions(measured or {}, window, S, needs, reused)))
+                             built_partitions(measured, window, S, needs, reused)))
     stacked = S * n * (f + int(config.hidden)) * FLOAT
     return reuse + copies + raws + parts + stacked
 
@@ -502,7 +509,7 @@ def built_partitions(measured: dict, window: int, S: int, needs: set[str], reuse
     the model reads partitions (:func:`~dynagnn.train.frame_engine.partitions_matter`: sliding
     windows make a frame, and a partition, per window); where only the reused ``Â X`` is read, the
     frames whose every entry is missing when they run (the first epoch's disjoint frames of a
-    carried sequence; of sliding windows, about the first). None where no partition is read."""
+    carried sequence; of sliding windows, about the first). Empty where no partition is read."""
     from dynagnn.train.frame_engine import partitions_matter
 
     ends = [int(e) for e in measured.get("ends", [])]
@@ -688,9 +695,13 @@ def device_data_bytes(store, config, measured: dict) -> float:
     (:func:`resident_adjacency_bytes`) and the node features there: static ones once (the feeder's
     copy), per-snapshot ones sent with each step's snapshots (a window's, or a carried piece's), freed
     after it."""
+    if "event" in config.strategy_cls.models or "sampled" in config.strategy_cls.models:
+        return 0.0   # the event models' and BGL's device arrays are their strategy's terms
     shape = store.root["features/x"].shape if store.has("features/x") else (store.num_nodes, store.feature_dim())
     one = float(store.num_nodes) * float(shape[-1]) * FLOAT
     per_step = one if len(shape) == 2 else one * int(measured.get("window") or config.window)
+    if config.strategy in ("frames", "group_frames") and len(shape) == 2:
+        per_step = 0.0   # the frame engine's static copies are :func:`frames_bytes`' (it has no other feeder)
     return resident_adjacency_bytes(store, config) + per_step
 
 
@@ -714,9 +725,9 @@ def cuda_workspace_bytes(device: str) -> float:
             clear()
         torch.cuda.synchronize(dev)
         before = torch.cuda.memory_allocated(dev)
-        a = torch.randn(256, 256, device=dev, requires_grad=True)
-        w = torch.randn(256, 256, device=dev, requires_grad=True)
-        b = torch.randn(256, device=dev, requires_grad=True)
+        a = torch.ones(256, 256, device=dev, requires_grad=True)   # ones: no draw from the caller's stream
+        w = torch.ones(256, 256, device=dev, requires_grad=True)
+        b = torch.ones(256, device=dev, requires_grad=True)
         (torch.nn.functional.linear(a, w, b).sum() + (a @ w).sum()).backward()
         del a, w, b
         torch.cuda.synchronize(dev)

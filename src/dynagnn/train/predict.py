@@ -63,6 +63,7 @@ import numpy as np
 import torch
 
 from dynagnn.cost.link import LinkCost
+from dynagnn.errors import one_line
 
 log = logging.getLogger("dynagnn")
 
@@ -232,14 +233,16 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
         base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
         sizes = sorted({int(s) for s in frame_sizes})
         if sizes:
-            span = min(base["window"], max(sizes))
+            # a frame never spans more than the window, or in a carried sequence its tbptt piece
+            piece = int(getattr(config.options, "tbptt", None) or base["window"]) if carry else base["window"]
+            span = min(piece, max(sizes))
             try:
                 base.update(frames={c.threads: frame_seconds(store, config, model, c.threads,
                                                              [s for s in sizes if s <= span], span, carry)
                                     for c in cands},
                             frame_span=span, model_steps=model_steps_per_epoch(ends, int(config.window), carry))
-            except (TypeError, AttributeError, NotImplementedError) as exc:   # no per-snapshot step: the closed form
-                log.debug("frames not measured at start (%s): the closed form predicts them", exc)
+            except Exception as exc:  # noqa: BLE001 (a model whose frame path fails here: the closed form predicts it)
+                log.info("auto: frames not measured at start (%s); the closed form predicts them", one_line(exc))
     first = {}
 
     def timed(c):   # the first round of each builds its trainer: that round's time beyond its steps is the build
@@ -368,40 +371,44 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
     T, n = int(store.num_snapshots), int(store.num_nodes)
     span = max(1, min(int(span), T))
     a = max(0, (T - span) // 2)
-    ts = list(range(a, a + span))
     edges = store.window_edges(a, a + span)
     host = [host_snapshot(*e, n) for e in edges]
     feats = np.asarray(store.require_features(), dtype=np.float32)
     feats = feats[a:a + span] if feats.ndim == 3 else feats
     before = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
-        net = copy.deepcopy(model).to(dev).train()
-        params = [p for p in net.parameters() if p.requires_grad]
-        feeder = SnapshotFeeder(host, feats, n, dev)
-        engines = {s: FrameEngine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
-                                  pipeline=False) for s in sizes}
+    engine_log = logging.getLogger("dynagnn.train.frame_engine")
+    quiet = engine_log.disabled
+    engines: dict[int, FrameEngine] = {}
+    try:
+        torch.set_num_threads(int(threads))
+        engine_log.disabled = True   # an engine per size logs its reuse line: the run's own engine says it once
+        with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
+            net = copy.deepcopy(model).to(dev).train()
+            params = [p for p in net.parameters() if p.requires_grad]
+            feeder = SnapshotFeeder(host, feats, n, dev)
+            for s in sizes:
+                engines[s] = FrameEngine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
+                                         pipeline=False)
 
-        def run(s):
-            state = net.initial_state(n, dev)
-            if s == 0:
-                hs = []
-                for t in range(span):
-                    h, state = net.step(*feeder.get(t), state)
-                    hs.append(h)
-            else:
-                engines[s].schedule([range(span)])
-                hs, _ = engines[s].forward(range(span), state)
-            loss = sum(h.sum() for h in hs) if carry else hs[-1].sum()
-            torch.autograd.grad(loss, params, allow_unused=True)
+            def run(s):
+                state = net.initial_state(n, dev)
+                if s == 0:
+                    hs = []
+                    for t in range(span):
+                        h, state = net.step(*feeder.get(t), state)
+                        hs.append(h)
+                else:
+                    engines[s].schedule([range(span)])
+                    hs, _ = engines[s].forward(range(span), state)
+                loss = sum(h.sum() for h in hs) if carry else hs[-1].sum()
+                torch.autograd.grad(loss, params, allow_unused=True)
 
-        def timed(s):
-            sync()
-            t0 = time.perf_counter()
-            run(s)
-            sync()
-            return time.perf_counter() - t0
-        try:
+            def timed(s):
+                sync()
+                t0 = time.perf_counter()
+                run(s)
+                sync()
+                return time.perf_counter() - t0
             variants = [0] + [int(s) for s in sizes]
             got: dict[int, list[float]] = {s: [] for s in variants}
             for r in range(rounds + 1):   # the first round warms the caches, partitions and allocator
@@ -410,10 +417,11 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
                     if r:
                         got[s].append(dt)
             return {s: min(v) for s, v in got.items()}
-        finally:
-            for e in engines.values():
-                e.close()
-            torch.set_num_threads(before)
+    finally:
+        for e in engines.values():
+            e.close()
+        engine_log.disabled = quiet
+        torch.set_num_threads(before)
 
 
 def _spmm_seconds(edges, num_nodes: int, width: int, threads: int, device: str, repeats: int = 3) -> float:

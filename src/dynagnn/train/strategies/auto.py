@@ -8,10 +8,10 @@ against threads split of the cores (each split also at one thread per process). 
 is kept with its reason (the model's contract rules the strategy out, the store has too few
 snapshots or vertices for the workers, a GPU-only strategy on a CPU), never dropped silently.
 
-:func:`choose` is the rule the trials end with: the fastest measured candidate whose peak memory fits
-the budget; a tie (within :data:`TIE`) goes to the simpler one (fewer processes, then the plainer
-strategy: :data:`SIMPLER`); a budget below every candidate is one line naming the smallest budget
-that would fit.
+:func:`choose` is the rule the choice ends with: the fastest candidate whose peak memory fits the
+budget, by its trial (or, where the trials' share timed none, by its prediction); a tie (within
+:data:`TIE`) goes to the simpler one (fewer processes, then the plainer strategy: :data:`SIMPLER`); a
+budget below every candidate is one line naming the smallest budget that would fit.
 
 :func:`trial_candidates` times candidates on real steps of the run (:mod:`dynagnn.train.trials`),
 interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.interleaved`), and gives
@@ -23,7 +23,9 @@ interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.inter
 share of the run, the cores) and nothing that trains. :func:`resolve` turns a run that names it into
 the run of the chosen candidate: the candidates enumerated, each one's epoch predicted
 (:mod:`dynagnn.train.predict`) and its peak memory (:mod:`dynagnn.train.memory_model`), the best
-predicted that fit the budget timed within the trials' share, the fastest measured chosen. The API
+predicted that fit the budget timed within the trials' share (:func:`pick_trials`: a bound), the
+fastest measured chosen; where the share could time none beside the plain loop (a run of a few
+seconds), the fastest predicted of one process. The API
 (:func:`dynagnn.api.train`) calls it before training and hands the report to the engine, which writes
 ``auto.json`` beside the metrics; a group candidate's plan is made by the API's ``planned``.
 """
@@ -584,7 +586,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
         plain = [c for c in one if c.strategy in PLAIN_STRATEGIES and not c.options]
         base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None,
-                            frame_sizes={dict(c.options).get("frame_size", 1) for c in fits})
+                            frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
+                                         if c.strategy in ("frames", "group_frames")})
         link = DEFAULT_LINK
         if o.predictor:   # the profile stage's cost model and channel costs for this device
             base, link = with_predictor(base, o.predictor, store, config)
@@ -596,8 +599,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
         if not tried:   # one candidate, or a share that times none: the prediction chooses among one process's
-            # (a prediction of several processes leaves out their start and their contention: only a trial picks one)
-            seconds = {c: predicted[c] for c in (fits if len(fits) == 1 else [c for c in fits if c.processes == 1])}
+            # (a prediction of several processes leaves out their start and their contention: only a trial
+            # picks one, unless no candidate of one process fits)
+            seconds = {c: predicted[c] for c in ([c for c in fits if c.processes == 1] or fits)}
             measured_peak = {}
         else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
             seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,

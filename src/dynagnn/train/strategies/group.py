@@ -701,7 +701,7 @@ class GroupFrames(GroupPipeline):
         from dynagnn.train.frame_engine import engine_for
 
         super().setup(run)
-        self.engine = engine_for(run, self.options)
+        self.engine = engine_for(run, self.options, preload=False)   # this process reads its part
         self.engine.prepare_host(self._parts())
 
     def _forward(self, ts: Sequence[int], state):
