@@ -213,8 +213,10 @@ def test_the_frames_measurement_times_each_size_and_leaves_the_model_and_streams
     expected_draw = torch.rand(3)
     torch.manual_seed(11)
     threads = torch.get_num_threads()
-    got = frame_seconds(s, cfg, model, threads=1, sizes=[1, 3], span=3, carry=False, rounds=2)
+    built = []
+    got = frame_seconds(s, cfg, model, threads=1, sizes=[1, 3], span=3, carry=False, rounds=2, built=built)
     assert set(got) == {0, 1, 3} and all(v > 0 for v in got.values())
+    assert len(built) == 2 and all(b > 0 for b in built)   # an engine's build per snapshot, per size
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.grad is None for p in model.parameters())
     assert torch.equal(torch.rand(3), expected_draw) and torch.get_num_threads() == threads
@@ -243,6 +245,8 @@ def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share(
     assert pick_trials(predicted, 0.1, steps_per_epoch=10) == []
     # room for everything: the plain loop first, then in predicted order
     assert pick_trials(predicted, 1000.0, steps_per_epoch=10) == [seq, grp, fr, vx]
+    # a frames trainer's engine build, measured at start, is paid on top: the same share no longer fits it
+    assert pick_trials(predicted, 2.17 * TRIAL_MARGIN, steps_per_epoch=10, frame_build_s=0.05) == []
 
 
 def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot_take(store):

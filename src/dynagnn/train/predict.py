@@ -98,6 +98,7 @@ class Base:
     memory_dim: int = 0
     carry: bool = False   # the sequence carried: a step is the whole training sequence, no window overlaps
     build_seconds: float = 0.0    # a trial's trainer built (the store and task loaded): what a trial pays once
+    frame_build_seconds: float = 0.0   # what a frames trainer's build adds: its frame engine over the store
     gpu: bool = False             # a worker per GPU: the workers divide the compute, the threads feed them
     frames: dict[int, dict[int, float]] | None = None   # threads -> frame_seconds over frame_span snapshots (S 0: stepped)
     frame_span: int = 0
@@ -236,11 +237,13 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
             # a frame never spans more than the window, or in a carried sequence its tbptt piece
             piece = int(getattr(config.options, "tbptt", None) or base["window"]) if carry else base["window"]
             span = min(piece, max(sizes))
+            built: list[float] = []
             try:
                 base.update(frames={c.threads: frame_seconds(store, config, model, c.threads,
-                                                             [s for s in sizes if s <= span], span, carry)
+                                                             [s for s in sizes if s <= span], span, carry, built=built)
                                     for c in cands},
-                            frame_span=span, model_steps=model_steps_per_epoch(ends, int(config.window), carry))
+                            frame_span=span, model_steps=model_steps_per_epoch(ends, int(config.window), carry),
+                            frame_build_seconds=float(np.median(built)) * int(store.num_snapshots) if built else 0.0)
             except Exception as exc:  # noqa: BLE001 (a model whose frame path fails here: the closed form predicts it)
                 log.info("auto: frames not measured at start (%s); the closed form predicts them", one_line(exc))
     first = {}
@@ -347,7 +350,7 @@ def model_steps_per_epoch(split_train, window: int, carry: bool) -> int:
 
 
 def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: bool,
-                  rounds: int = FRAME_ROUNDS) -> dict[int, float]:
+                  rounds: int = FRAME_ROUNDS, built: list | None = None) -> dict[int, float]:
     """{S: seconds of the model's forward and backward over a range of ``span`` snapshots}: ``S = 0``
     stepped one by one through :meth:`~dynagnn.models.base.DynamicGNN.step` as the sequential loop
     feeds it (:class:`~dynagnn.train.transfer.SnapshotFeeder`), each S in ``sizes`` through the frame
@@ -358,7 +361,8 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
     round of each (a round's noise on this shared machine only adds); on a copy of ``model``, in
     ``threads`` threads, on a sample range in the middle of the store, with the heap kept as the
     trainers keep it (:func:`~dynagnn.allocator.keep_freed_heap`: a trimmed heap's page faults made
-    these rounds vary by 20%)."""
+    these rounds vary by 20%). ``built``: a list that receives the seconds an engine took to build,
+    per snapshot of the range (what a frames trainer's build adds, per snapshot of the store)."""
     import copy
 
     from dynagnn.allocator import keep_freed_heap
@@ -387,8 +391,11 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
             params = [p for p in net.parameters() if p.requires_grad]
             feeder = SnapshotFeeder(host, feats, n, dev)
             for s in sizes:
+                t0 = time.perf_counter()
                 engines[s] = FrameEngine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
                                          pipeline=False)
+                if built is not None:
+                    built.append((time.perf_counter() - t0) / span)
 
             def run(s):
                 state = net.initial_state(n, dev)

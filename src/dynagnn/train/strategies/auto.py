@@ -469,19 +469,20 @@ def _strategy(name: str):
 
 
 def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> float:
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0) -> float:
     """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of a warm-up
     step and ``steps`` timed steps, its trainer's build (``build_s``, the plain loop's, measured; once
-    per process and job), its processes' start once (one job runs its rounds) and a plan where it
-    needs one."""
+    per process and job; a frames trainer's frame engine, ``frame_build_s``, measured at start, on
+    top), its processes' start once (one job runs its rounds) and a plan where it needs one."""
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
-    return TRIAL_MARGIN * (rounds + 1) * (min(steps, steps_per_epoch) + 1) * per_step + build_s + start + plan
+    engine = frame_build_s if c.strategy in ("frames", "group_frames") else 0.0
+    return TRIAL_MARGIN * (rounds + 1) * (min(steps, steps_per_epoch) + 1) * per_step + build_s + engine + start + plan
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> list[Candidate]:
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0) -> list[Candidate]:
     """The candidates to time, within ``budget_s`` (the trials' share of the run, a bound: nothing is
     timed beyond it): the plain one-process loops (the ones every technique must beat, timed again
     beside the others; their trainers are warm from the prediction's measurement, so they pay their
@@ -493,7 +494,7 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
     spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds) for c in plain)
     others = []
     for c in order:
-        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds)
+        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds, frame_build_s)
         if c not in plain and spent + cost <= budget_s:
             others.append(c)
             spent += cost
@@ -594,7 +595,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         predicted = {c: predict(c, base, link) for c in fits}
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
-        tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds)
+        tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
+                             frame_build_s=base.frame_build_seconds)
                  if len(fits) > 1 else [])
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
@@ -634,7 +636,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
                 "base": {"seconds_by_threads": {str(k): v for k, v in base.seconds.items()}, "steps": base.steps,
                          "agg_share": base.agg_share, "fwd_share": base.fwd_share, "link": link.to_dict(),
                          "predictor": o.predictor,
-                         "trainer_build_seconds": base.build_seconds}})
+                         "trainer_build_seconds": base.build_seconds,
+                         "frame_engine_build_seconds": base.frame_build_seconds}})
     line = summary_line(seconds, chosen, cands)
     if len(fits) == 1:   # nothing else could run: its epoch is the prediction, not a trial's
         line += " (predicted: the one candidate, not timed)"
