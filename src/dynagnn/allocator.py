@@ -14,6 +14,17 @@ _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallop
 
 
 @functools.lru_cache(maxsize=1)
+def glibc():
+    """The C library where it is glibc (its malloc's settings are glibc's), else None."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
 def keep_freed_heap() -> bool:
     """Make glibc's malloc keep freed memory for reuse instead of returning it to the system
     (process-wide, once; False where the C library is not glibc). Every strategy's trainer sets it,
@@ -27,11 +38,8 @@ def keep_freed_heap() -> bool:
     frame-wide tensors push the heap top further (PiPAD §4.4 avoids malloc/free churn for the same
     reason); with blocks up to 32 MiB kept in the heap and no trimming below 1 GiB, 700-1,100. The
     price: up to 1 GiB of freed memory stays with the process."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+    libc = glibc()
+    if libc is None:
         return False
     ok = all([libc.mallopt(p, v) == 1 for p, v in ((_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB),
                                                    (_M_TOP_PAD, 64 * MiB))])  # a list: every setting is tried
@@ -47,10 +55,8 @@ def release_freed_pages() -> bool:
     calls it before it counts a step's saved buffers by their resident pages
     (:func:`dynagnn.train.memory_model.saved_bytes`): without it a buffer served from pages an earlier
     step had touched counts in full, and the count depends on what the process ran before."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    libc = glibc()
+    if libc is None:
         return False
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)   # 1 if it released memory, 0 if there was none to release
-    except (OSError, AttributeError):
-        return False
+    libc.malloc_trim(0)   # 1 if it released memory, 0 if there was none to release
     return True

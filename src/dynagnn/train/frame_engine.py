@@ -51,7 +51,7 @@ from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only
-from dynagnn.train.transfer import SnapshotFeeder
+from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -589,3 +589,24 @@ def engine_for(run, options, span: int | None = None, preload: bool = True) -> F
     log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
              "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
     return engine
+
+
+def range_inputs(store, a: int, span: int) -> tuple[list, list, np.ndarray]:
+    """(A's edges, the HostSnapshots, the node features) of snapshots ``a .. a + span - 1`` of
+    ``store``, re-indexed from 0: a frame engine over a sample range (the chooser's measurements,
+    :func:`dynagnn.train.predict.frame_seconds` and :func:`dynagnn.train.memory_model.measured_frames`)."""
+    n = int(store.num_nodes)
+    edges = store.window_edges(a, a + span)
+    feats = np.asarray(store.require_features(), dtype=np.float32)
+    return edges, [host_snapshot(*e, n) for e in edges], feats[a:a + span] if feats.ndim == 3 else feats
+
+
+def quiet_engine(*args, **kwargs) -> FrameEngine:
+    """A :class:`FrameEngine` built without its log line (a measurement builds several; the run's
+    own engine says how it feeds once)."""
+    was, log.disabled = log.disabled, True
+    try:
+        return FrameEngine(*args, **kwargs)
+    finally:
+        log.disabled = was
+

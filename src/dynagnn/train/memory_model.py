@@ -51,7 +51,6 @@ findings and tested on a CPU for what they count, and have not yet run on a GPU.
 
 from __future__ import annotations
 
-import logging
 import math
 import multiprocessing
 import queue as queue_mod
@@ -125,22 +124,20 @@ def resident_bytes(ptr: int, nbytes: int) -> int:
     import ctypes
     import os
 
-    global _libc
-    try:
-        if _libc is None:
-            _libc = ctypes.CDLL(None, use_errno=True)
-        page = os.sysconf("SC_PAGE_SIZE")
-        start = ptr - ptr % page
-        length = ptr + nbytes - start
-        vec = (ctypes.c_ubyte * ((length + page - 1) // page))()
-        if _libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(length), vec) != 0:
-            return nbytes
-        return min(nbytes, int(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1)) * page)
-    except (OSError, AttributeError, ValueError):
+    from dynagnn.allocator import glibc
+
+    libc = glibc()
+    if libc is None:
         return nbytes
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = ptr - ptr % page
+    length = ptr + nbytes - start
+    vec = (ctypes.c_ubyte * ((length + page - 1) // page))()
+    if libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(length), vec) != 0:
+        return nbytes
+    return min(nbytes, int(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1)) * page)
 
 
-_libc = None
 #: saved storages at least this large are counted by their resident pages (:func:`resident_bytes`)
 RESIDENT_CHECK_BYTES = 1 << 20
 
@@ -262,8 +259,7 @@ def measured_frames(store, config, measured: dict) -> float:
     them) and the parameters left out. A frame saves what its batched products read (the frame's
     stacked inputs, a GEMM's operands, a recurrence's workspace), not its snapshots' one-by-one
     tensors: on CollegeMsg daily WD-GCN in frames of 4, 3x their bytes."""
-    from dynagnn.train.frame_engine import FrameEngine
-    from dynagnn.train.transfer import host_snapshot
+    from dynagnn.train.frame_engine import quiet_engine, range_inputs
 
     o = config.options
     n, T = int(store.num_nodes), int(store.num_snapshots)
@@ -272,22 +268,14 @@ def measured_frames(store, config, measured: dict) -> float:
     a = int(ends[0]) if measured.get("carry") else max(0, int(measured["t"]) - window + 1)
     span = max(1, min(window, T - a))
     S = max(1, min(int(o.frame_size or span), span))
-    edges = store.window_edges(a, a + span)
-    host = [host_snapshot(*e, n) for e in edges]
-    feats = np.asarray(store.require_features(), dtype=np.float32)
-    feats = feats[a:a + span] if feats.ndim == 3 else feats
+    edges, host, feats = range_inputs(store, a, span)
     strategy = config.strategy_cls(config)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = strategy.build_model(int(feats.shape[-1]))
     model.train()
-    engine_log = logging.getLogger("dynagnn.train.frame_engine")
-    quiet, engine_log.disabled = engine_log.disabled, True   # the run's own engine logs its reuse line once
-    try:
-        engine = FrameEngine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
-                             reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
-    finally:
-        engine_log.disabled = quiet
+    engine = quiet_engine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
+                          reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
     try:
         def forward():
             engine.schedule([range(span)])
@@ -303,6 +291,12 @@ def measured_frames(store, config, measured: dict) -> float:
 
 def _gpu(config) -> bool:
     return str(config.device).startswith("cuda")
+
+
+def _frames(config) -> bool:
+    from dynagnn.train.strategies.frames import runs_frames
+
+    return runs_frames(config.strategy_cls)
 
 
 def _procs(config) -> int:
@@ -632,7 +626,7 @@ def _array_bytes(obj, depth: int = 2) -> float:
 def strategy_bytes(store, config, measured: dict | None = None, model: torch.nn.Module | None = None) -> float:
     """What the strategy adds of its own: :func:`frames_bytes`, :func:`sampled_bytes` (0 otherwise;
     the event models' terms are :func:`event_bytes`)."""
-    if config.strategy in ("frames", "group_frames"):
+    if _frames(config):
         return frames_bytes(store, config, measured, model)
     if "sampled" in config.strategy_cls.models:
         return sampled_bytes(store, config)
@@ -677,7 +671,7 @@ def memory_terms(store, config) -> dict[str, float]:
         return {"data": ev["data"], "task": 0.0, "load": load_bytes(store, config), "parameters": params, "activations": acts,
                 "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"], "workspace": 0.0}
     m = measured_snapshot(store, config)
-    if config.strategy in ("frames", "group_frames"):
+    if _frames(config):
         m["frames"] = measured_frames(store, config, m)
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
     if gpu:
@@ -700,7 +694,7 @@ def device_data_bytes(store, config, measured: dict) -> float:
     shape = store.root["features/x"].shape if store.has("features/x") else (store.num_nodes, store.feature_dim())
     one = float(store.num_nodes) * float(shape[-1]) * FLOAT
     per_step = one if len(shape) == 2 else one * int(measured.get("window") or config.window)
-    if config.strategy in ("frames", "group_frames") and len(shape) == 2:
+    if _frames(config) and len(shape) == 2:
         per_step = 0.0   # the frame engine's static copies are :func:`frames_bytes`' (it has no other feeder)
     return resident_adjacency_bytes(store, config) + per_step
 

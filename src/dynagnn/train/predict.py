@@ -104,13 +104,16 @@ class Base:
     frame_span: int = 0
     model_steps: int = 0          # the model's snapshot steps in an epoch (model_steps_per_epoch)
 
-    def frame_saving(self, size: int, threads: int) -> float | None:
-        """Seconds an epoch saves in frames of ``size`` at ``threads`` (the nearest measured thread
-        count), from :func:`frame_seconds`; None where it was not measured."""
-        if not self.frames or not self.frame_span or not self.model_steps:
+    def frame_saving(self, candidate) -> float | None:
+        """Seconds an epoch of ``candidate`` saves by its frames, at its threads (the nearest measured
+        thread count), from :func:`frame_seconds`; None where it runs no frames or they were not
+        measured at its frame size."""
+        from dynagnn.train.strategies.frames import runs_frames
+
+        if not self.frames or not self.frame_span or not self.model_steps or not runs_frames(candidate.strategy):
             return None
-        t = min(self.frames, key=lambda k: (abs(k - threads), k))
-        got = self.frames[t]
+        size = int(dict(candidate.options).get("frame_size", 1))
+        got = self.frames[min(self.frames, key=lambda k: (abs(k - candidate.threads), k))]
         if size not in got or 0 not in got:
             return None
         return (got[0] - got[size]) / self.frame_span * self.model_steps
@@ -136,8 +139,7 @@ def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
         # P processes of t threads share the step's parallel part P·t ways; the serial part (dispatch,
         # the Python of each operator, the recurrence's small products) every process pays in full
         compute = base.epoch(candidate.threads * candidate.processes)
-    frame = int(dict(candidate.options).get("frame_size", 1))
-    saving = base.frame_saving(frame, candidate.threads) if candidate.strategy in ("frames", "group_frames") else None
+    saving = base.frame_saving(candidate)
     if saving is not None:   # measured: the processes split the snapshot steps, each saving on its share
         per = 1 if base.gpu else candidate.processes
         compute = max(0.05 * compute, compute * option_factor(candidate, base, frames=False) - saving / per)
@@ -150,10 +152,12 @@ def option_factor(candidate, base: Base, frames: bool = True) -> float:
     """What ``candidate``'s options multiply its compute by: PiPAD's frames by the closed form (the
     overlap aggregated once, the first layer's aggregation reused across windows; ``frames=False``:
     left out, the measured saving is subtracted instead), ESDG's checkpointing (one more forward)."""
+    from dynagnn.train.strategies.frames import runs_frames
+
     opts = dict(candidate.options)
     factor = 1.0
     frame = int(opts.get("frame_size", 1))
-    if frames and candidate.strategy in ("frames", "group_frames") and frame > 1:
+    if frames and frame > 1 and runs_frames(candidate.strategy):
         from dynagnn.schedule.tuner import traffic_speedup
 
         overlap = (base.overlap or {}).get(frame, 0.0)
@@ -257,8 +261,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     shape = Base(**base)
 
     def plain_seconds(c, got):   # a candidate timed in the plain loop's stead: its options' effect taken out
-        frame = int(dict(c.options).get("frame_size", 1))
-        saving = shape.frame_saving(frame, c.threads) if c.strategy in ("frames", "group_frames") else None
+        saving = shape.frame_saving(c)
         if saving is not None:
             return (epoch_seconds_of(got) + saving) / option_factor(c, shape, frames=False)
         return epoch_seconds_of(got) / option_factor(c, shape)
@@ -366,34 +369,27 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
     import copy
 
     from dynagnn.allocator import keep_freed_heap
-    from dynagnn.train.frame_engine import FrameEngine
-    from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
+    from dynagnn.train.frame_engine import FrameEngine, quiet_engine, range_inputs
+    from dynagnn.train.transfer import SnapshotFeeder
 
     keep_freed_heap()
     dev = torch.device(config.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     T, n = int(store.num_snapshots), int(store.num_nodes)
     span = max(1, min(int(span), T))
-    a = max(0, (T - span) // 2)
-    edges = store.window_edges(a, a + span)
-    host = [host_snapshot(*e, n) for e in edges]
-    feats = np.asarray(store.require_features(), dtype=np.float32)
-    feats = feats[a:a + span] if feats.ndim == 3 else feats
+    edges, host, feats = range_inputs(store, max(0, (T - span) // 2), span)
     before = torch.get_num_threads()
-    engine_log = logging.getLogger("dynagnn.train.frame_engine")
-    quiet = engine_log.disabled
     engines: dict[int, FrameEngine] = {}
     try:
         torch.set_num_threads(int(threads))
-        engine_log.disabled = True   # an engine per size logs its reuse line: the run's own engine says it once
         with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
             net = copy.deepcopy(model).to(dev).train()
             params = [p for p in net.parameters() if p.requires_grad]
             feeder = SnapshotFeeder(host, feats, n, dev)
             for s in sizes:
                 t0 = time.perf_counter()
-                engines[s] = FrameEngine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
-                                         pipeline=False)
+                engines[s] = quiet_engine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
+                                          pipeline=False)
                 if built is not None:
                     built.append((time.perf_counter() - t0) / span)
 
@@ -427,7 +423,6 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
     finally:
         for e in engines.values():
             e.close()
-        engine_log.disabled = quiet
         torch.set_num_threads(before)
 
 

@@ -42,6 +42,7 @@ from dynagnn.errors import ConfigError, one_line
 from dynagnn.train.options import SequenceMode, Truncation, option
 from dynagnn.train.strategies.base import Strategy
 from dynagnn.train.strategies.events import EventOptions
+from dynagnn.train.strategies.frames import runs_frames
 from dynagnn.train.strategies.sampled import SampledOptions
 
 log = logging.getLogger("dynagnn")
@@ -477,7 +478,7 @@ def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: f
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
-    engine = frame_build_s if c.strategy in ("frames", "group_frames") else 0.0
+    engine = frame_build_s if runs_frames(c.strategy) else 0.0
     return TRIAL_MARGIN * (rounds + 1) * (min(steps, steps_per_epoch) + 1) * per_step + build_s + engine + start + plan
 
 
@@ -588,7 +589,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         plain = [c for c in one if c.strategy in PLAIN_STRATEGIES and not c.options]
         base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None,
                             frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
-                                         if c.strategy in ("frames", "group_frames")})
+                                         if runs_frames(c.strategy)})
         link = DEFAULT_LINK
         if o.predictor:   # the profile stage's cost model and channel costs for this device
             base, link = with_predictor(base, o.predictor, store, config)

@@ -38,6 +38,16 @@ class FramesOptions(Pipelining):
                                            type=["number", "null"], exclusiveMinimum=0)
 
 
+def runs_frames(strategy) -> bool:
+    """Whether a strategy (its registry name, or its class) runs PiPAD's frame engine: its options
+    are the frames' (frames, group_frames). The chooser's prediction and memory model ask it."""
+    if isinstance(strategy, str):
+        from dynagnn.train.strategies import strategy_class
+
+        strategy = strategy_class(strategy)
+    return issubclass(strategy.Options, FramesOptions)
+
+
 @dataclass(frozen=True)
 class FramesStrategyOptions(FramesOptions, SequenceMode, Truncation, LinkNegatives):
     """The frames strategy's: PiPAD's frames, the sequence mode (tbptt cuts a carried sequence) and
