@@ -225,6 +225,8 @@ def test_the_frames_measurement_times_each_size_and_leaves_the_model_and_streams
 def test_spearman_against_scipy():
     a, b = [0.3, 0.1, 0.2, 0.5, 0.4], [3.0, 1.0, 2.5, 2.0, 4.0]
     assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
+    tied_a, tied_b = [0.2, 0.1, 0.2, 0.5, 0.2, 0.1], [3.0, 1.0, 3.0, 2.0, 4.0, 0.5]   # ties: average ranks
+    assert spearman(tied_a, tied_b) == pytest.approx(spearmanr(tied_a, tied_b).statistic)
     assert np.isnan(spearman([1.0], [2.0])) and np.isnan(spearman([1.0, 1.0], [1.0, 2.0]))
 
 

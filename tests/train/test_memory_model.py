@@ -101,6 +101,28 @@ def test_every_term_is_named_and_non_negative(store):
     assert all(v >= 0 for v in terms.values()) and terms["strategy"] > 0 and terms["workspace"] == 0
 
 
+def test_one_run_s_candidates_share_their_measurements(store, monkeypatch):
+    """A memo shared by a run's candidates measures the model once per strategy and frame size: the
+    terms are those of a prediction without it, and the candidates that differ only in workers,
+    threads or checkpoint blocks do not measure again."""
+    import dynagnn.train.memory_model as mm
+
+    s = open_store(store)
+    configs = [cfg(), cfg(threads=2), cfg(checkpoint_blocks=2), cfg(strategy="vertex", workers=2),
+               cfg(strategy="frames", frame_size=2), cfg(strategy="frames", frame_size=4)]
+    alone = [memory_terms(s, c) for c in configs]
+    calls = {"snapshot": 0, "frames": 0}
+    for name, fn in (("snapshot", mm.measured_snapshot), ("frames", mm.measured_frames)):
+        monkeypatch.setattr(mm, f"measured_{name}", lambda *a, _fn=fn, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _fn(*a))
+    memo: dict = {}
+    shared = [memory_terms(s, c, memo) for c in configs]
+    assert calls == {"snapshot": 3, "frames": 2}   # sequential, vertex, frames; frames at S = 2 and 4
+    for a, b in zip(alone, shared):
+        assert a.keys() == b.keys()
+        for k in a:   # the measured activations move by a few resident pages between two measurements
+            assert b[k] == pytest.approx(a[k], rel=0.1, abs=64 * 1024), k
+
+
 def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
     """On a GPU the peak is the allocator's: the feeder's copies of every snapshot (counted here from
     a feeder's own tensors) and the static features, the parameters and a step's tensors; the host's

@@ -185,8 +185,7 @@ class LinkPrediction(NegativeKinds, Task):
         if self._history is None:
             n = np.int64(self.num_nodes)
             src, dst, t = [], [], []
-            for s in range(self.num_snapshots):
-                row, col, _ = self.store.edges(s)
+            for s, (row, col, _) in enumerate(self.store.window_edges(0, self.num_snapshots)):
                 keep = row != col if self.store.directed else row < col
                 src.append(np.asarray(row[keep], dtype=np.int64))
                 dst.append(np.asarray(col[keep], dtype=np.int64))
@@ -203,9 +202,21 @@ class LinkPrediction(NegativeKinds, Task):
     def edge_keys(self, t: int) -> np.ndarray:
         """Sorted keys ``u·N + v`` of every stored edge of snapshot t+1 (both directions when undirected)."""
         if t not in self._edges:
-            row, col, _ = self.store.edges(t + 1)
-            self._edges[t] = row * np.int64(self.num_nodes) + col
+            self.read_targets([t])
         return self._edges[t]
+
+    def read_targets(self, ends) -> None:
+        """Read the edges of every t+1 of ``ends`` not yet read, in one slice of the store's arrays
+        (:meth:`~dynagnn.data.store.SnapshotStore.window_edges`): a read per snapshot cost a trainer's
+        build 0.78 s on CollegeMsg daily's 134 training targets, against 0.02 s in one slice."""
+        missing = sorted({int(t) for t in ends} - set(self._edges))
+        if not missing:
+            return
+        n = np.int64(self.num_nodes)
+        first, wanted = missing[0], set(missing)
+        for t, (row, col, _) in enumerate(self.store.window_edges(first + 1, missing[-1] + 2), start=first):
+            if t in wanted:
+                self._edges[t] = row * n + col
 
     def positives(self, t: int) -> np.ndarray:
         """Sorted keys ``u·N + v`` of snapshot t+1's edges (u < v when undirected), int64."""
@@ -240,6 +251,7 @@ class LinkPrediction(NegativeKinds, Task):
 
     def empty_windows(self, ends) -> list[int]:
         """The window ends among ``ends`` whose t+1 has no edge to predict (scored on negatives)."""
+        self.read_targets(ends)
         return [int(t) for t in ends if self.positives(int(t)).shape[0] == 0]
 
     def loss_inputs_numel(self, t):

@@ -654,9 +654,21 @@ def allocator_bytes(activations: float, backward: float, carry: bool = False) ->
     return (ALLOCATOR_SLACK - 1.0) * (activations + backward)
 
 
-def memory_terms(store, config) -> dict[str, float]:
+def _measurement_key(config, *option_names: str) -> tuple:
+    """What a measurement of the run's model depends on among a candidate's keys: its strategy (which
+    builds the model and the task), the device and the named options; not its workers, threads,
+    checkpoint blocks or transfer, which the terms scale by."""
+    o = config.options
+    return (config.strategy, str(config.device)) + tuple(getattr(o, k, None) for k in option_names)
+
+
+def memory_terms(store, config, memo: dict | None = None) -> dict[str, float]:
     """Each term of :func:`predict_peak_bytes` in bytes, by name (module docstring), for the largest
-    process of the run."""
+    process of the run. ``memo``: a dict shared by the predictions of one run's candidates, which
+    keeps each measurement (:func:`measured_snapshot`, :func:`measured_frames`) for the candidates
+    that differ only in what the terms scale by (:func:`_measurement_key`): measured once per
+    candidate, they were 2 of a resolve's 12 s on CollegeMsg daily."""
+    memo = {} if memo is None else memo
     model, head = _model_and_head(store, config)
     params = parameter_bytes(store, config, model, head)
     gpu = _gpu(config)
@@ -670,9 +682,15 @@ def memory_terms(store, config) -> dict[str, float]:
                     "workspace": cuda_workspace_bytes(config.device)}
         return {"data": ev["data"], "task": 0.0, "load": load_bytes(store, config), "parameters": params, "activations": acts,
                 "backward": back, "allocator": allocator_bytes(acts, back), "strategy": ev["memory"], "workspace": 0.0}
-    m = measured_snapshot(store, config)
+    key = ("snapshot",) + _measurement_key(config, "tbptt")
+    if key not in memo:
+        memo[key] = measured_snapshot(store, config)
+    m = dict(memo[key])
     if _frames(config):
-        m["frames"] = measured_frames(store, config, m)
+        fkey = ("frames",) + _measurement_key(config, "tbptt", "frame_size", "frame_reuse")
+        if fkey not in memo:
+            memo[fkey] = measured_frames(store, config, m)
+        m["frames"] = memo[fkey]
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
     if gpu:
         return {"data": device_data_bytes(store, config, m), "task": 0.0, "load": 0.0, "parameters": params,
@@ -729,12 +747,12 @@ def cuda_workspace_bytes(device: str) -> float:
     return _WORKSPACES[key]
 
 
-def predict_peak_bytes(store, config) -> float:
+def predict_peak_bytes(store, config, memo: dict | None = None) -> float:
     """The predicted peak bytes above a process's start (after imports, before the trainer is built)
     of training ``config`` (a candidate's :class:`~dynagnn.train.run_config.TrainConfig`) on
     ``store`` (an opened :class:`~dynagnn.data.store.SnapshotStore`), for the run's largest process:
-    the sum of :func:`memory_terms`."""
-    return float(sum(memory_terms(store, config).values()))
+    the sum of :func:`memory_terms` (``memo``: its measurements shared by one run's candidates)."""
+    return float(sum(memory_terms(store, config, memo).values()))
 
 
 # ---- the measurement ----------------------------------------------------------------------------

@@ -455,10 +455,11 @@ def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
     from dynagnn.train.memory_model import predict_peak_bytes
 
     by: dict[tuple, float] = {}
+    memo: dict = {}
     for c in cands:
         key = (c.strategy, c.workers, c.options)
         if key not in by:
-            by[key] = float(predict_peak_bytes(store, chosen_config(config, c)))
+            by[key] = float(predict_peak_bytes(store, chosen_config(config, c), memo))
     return {c: by[(c.strategy, c.workers, c.options)] for c in cands}
 
 
