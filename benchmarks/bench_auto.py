@@ -39,7 +39,9 @@ Run alone: ``python -m benchmarks auto``. Environment: ``DYNAGNN_BENCH_AUTO_SMOK
 a tiny churn store with the checkpointing budget and england_covid's carried sequence; a few
 minutes; ``python -m benchmarks.bench_auto --quick`` too), ``DYNAGNN_BENCH_AUTO_CASES``
 (comma-separated words; a case is kept when its dataset, model or loop contains one), ``_STEPS``
-(the exhaustive trials' K, default 4), ``_ROUNDS`` (timed rounds after the warm-up, default 2),
+(the exhaustive trials' K, default 4), ``_ROUNDS`` (timed rounds after the warm-up, default 2; more
+where an epoch has fewer than K steps, so that each candidate is timed on at least
+:data:`MIN_TIMED_STEPS`),
 ``_CORES`` (default 2), ``_HIDDEN`` (default 32), ``_DEVICE`` (``cuda``: the runs on the GPU, a worker per
 GPU, the budget the GPU's free memory; written as ``auto_cuda.csv``/``.json``).
 """
@@ -224,6 +226,18 @@ def candidate_of(row: dict):
     return Candidate.from_row(row)
 
 
+#: the fewest timed steps each candidate's exhaustive epoch is the median over: an epoch of one step
+#: (a carried sequence) timed in 2 rounds moved a candidate's epoch by 30% between two runs
+MIN_TIMED_STEPS = 8
+
+
+def exhaustive_rounds(rounds: int, steps: int, epoch_steps: int) -> int:
+    """The exhaustive search's timed rounds: at least ``rounds``, and enough that each candidate is
+    timed on :data:`MIN_TIMED_STEPS` steps where an epoch has fewer than ``steps`` to spread them on."""
+    per_round = max(1, min(int(steps), int(epoch_steps)))
+    return max(int(rounds), math.ceil(MIN_TIMED_STEPS / per_round))
+
+
 def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
                rounds: int) -> tuple[dict[str, float], dict[str, str]]:
     """({label: exhaustive epoch seconds}, {label: why its trial failed}) of every runnable candidate
@@ -237,6 +251,7 @@ def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
     from dynagnn.train.strategies.auto import TrialConfigs
     from dynagnn.train.trials import Trials, epoch_seconds_of
 
+    rounds = exhaustive_rounds(rounds, steps, int(report.get("base", {}).get("steps") or steps))
     cands = {candidate_of(r): r["label"] for r in runnable_rows(report)}
     configs, failed = TrialConfigs(config, partial(with_plan, store_path, folder=folder)), {}
     live = Trials(store_path, steps, rounds + 1)
@@ -414,7 +429,8 @@ def main(smoke: bool | None = None) -> dict:
     load = os.getloadavg()[0]   # a busy machine's timings are no record: say so beside them
     print(f"\n== --strategy auto against the exhaustive search: {len(todo)} cases, {cores} cores, "
           f"device {device}, hidden {hidden}; "
-          f"every runnable candidate timed on {steps} steps x {rounds} interleaved rounds after a warm-up round; "
+          f"every runnable candidate timed on {steps} steps x {rounds} interleaved rounds after a warm-up round "
+          f"(at least {MIN_TIMED_STEPS} steps in all); "
           f"the trials' share of a {EPOCHS}-epoch run; load average {load:.2f} on {os.cpu_count()} CPUs at start")
     print(HEADER)
     rows, details = [], {}

@@ -70,3 +70,13 @@ def test_short_labels():
     assert bench_auto.short_label("group_frames 1x2x1t (frame_size=2, transfer=diff)") == "group_frames 1x2x1t S2 diff"
     assert bench_auto.short_label("group 1x2x1t") == "group 1x2x1t"
     assert bench_auto.short_label(None) == "-"
+
+
+def test_an_epoch_of_few_steps_is_timed_in_more_rounds():
+    """Each candidate's exhaustive epoch is a median over at least MIN_TIMED_STEPS timed steps: an epoch
+    of one step (a carried sequence) takes that many rounds, one of K or more steps the rounds asked."""
+    k = bench_auto.MIN_TIMED_STEPS
+    assert bench_auto.exhaustive_rounds(2, 4, 1) == k
+    assert bench_auto.exhaustive_rounds(2, 4, 3) == math.ceil(k / 3)
+    assert bench_auto.exhaustive_rounds(2, 4, 134) == max(2, math.ceil(k / 4))
+    assert bench_auto.exhaustive_rounds(12, 4, 1) == 12

@@ -74,9 +74,20 @@ def test_the_chooser_times_real_candidates(store):
 def test_kept_trials_build_each_trainer_once_and_leave_the_process_as_it_was(store, monkeypatch, tmp_path):
     from dynagnn.train import trials
 
-    built = []
+    built, steps_run = [], {}
     real = trials._build
-    monkeypatch.setattr(trials, "_build", lambda *a: built.append(a[2].strategy) or real(*a))
+
+    def counted_build(*a):
+        tr, name = real(*a), a[2].strategy
+        step = tr.strategy.train_step
+
+        def counted(*x, **k):
+            steps_run[name] = steps_run.get(name, 0) + 1
+            return step(*x, **k)
+        tr.strategy.train_step = counted
+        built.append(name)
+        return tr
+    monkeypatch.setattr(trials, "_build", counted_build)
     cfg = TrainConfig.of(model="tgcn", strategy="sequential", hidden=5, window=3, epochs=2, patience=2, threads=1)
     frames = candidate_config(cfg, "frames", 1, 1, {"frame_size": 2})
     plain, _ = api.train(store, tmp_path / "plain", cfg, progress=False)
@@ -85,6 +96,7 @@ def test_kept_trials_build_each_trainer_once_and_leave_the_process_as_it_was(sto
     with trials.Trials(store, steps=2, rounds=3) as live:
         got = [live.measure(key, c) for _ in range(3) for key, c in (("seq", cfg), ("frames", frames))]
     assert built == ["sequential", "frames"]                      # one trainer each, kept for 3 rounds
+    assert steps_run == {"sequential": 1 + 3 * 2, "frames": 1 + 3 * 2}   # a warm-up step in its first round only
     assert all(len(t.step_seconds) == 2 and t.steps_per_epoch == got[0].steps_per_epoch for t in got[::2])
     assert torch.equal(torch.random.get_rng_state(), state) and torch.get_num_threads() == threads
     after, _ = api.train(store, tmp_path / "after", cfg, progress=False)

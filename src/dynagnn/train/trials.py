@@ -3,7 +3,8 @@
 The chooser (:mod:`dynagnn.train.strategies.auto`) times its best candidates on the run's own data
 before training. A trial builds its own trainer for the candidate (the same seed, so the same initial
 weights), runs a warm-up step and then ``steps`` steps spread evenly over the epoch's steps, each
-timed on every process, and returns the epoch time they predict (the median step times the epoch's
+timed on every process (a kept trainer's later rounds without the warm-up step), and returns the
+epoch time they predict (the median step times the epoch's
 step count) and the memory it took above the start (on a CPU the RSS grown by the trial's end, not
 its peak, which a process cannot reset; on a GPU the allocator's peak).
 
@@ -88,21 +89,24 @@ def _build(ctx, store_path, config: TrainConfig) -> Trainer:
     return tr
 
 
-def _timed_steps(tr: Trainer, steps: int) -> tuple[list[float], int]:
-    """(the seconds of ``steps`` steps spread over the epoch after a warm-up step, the epoch's steps)."""
+def _timed_steps(tr: Trainer, steps: int, warm: bool = True) -> tuple[list[float], int]:
+    """(the seconds of ``steps`` steps spread over the epoch, the epoch's steps), after a warm-up step
+    where ``warm`` (a trainer's first round; a later round of a kept trainer follows its own earlier
+    steps: its first step ran at 0.94-0.99x the others' median, after another candidate's round at
+    another thread count, on CollegeMsg's T-GCN and twitter_tennis's carried EvolveGCN-O)."""
     gpu = tr.config.device.startswith("cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     all_steps = tr.step_ends()
     picks = _picks(len(all_steps), steps)
     seconds = []
-    for k, i in enumerate([picks[0]] + picks):   # the first, again: a warm-up left out
+    for k, i in enumerate([picks[0]] * warm + picks):   # the first, again, where warm: a warm-up left out
         tr.optimizer.zero_grad(set_to_none=True)
         sync()
         t0 = time.perf_counter()
         tr.strategy.train_step(all_steps[i])
         tr.optimizer.step()
         sync()
-        if k:
+        if k >= warm:
             seconds.append(time.perf_counter() - t0)
     return seconds, len(all_steps)
 
@@ -119,8 +123,8 @@ def _trial_here(ctx, store_path, config: TrainConfig, steps: int, rounds: int = 
     tr = _build(ctx, store_path, config)
     try:
         out = []
-        for _ in range(rounds):
-            seconds, n = _timed_steps(tr, steps)
+        for r in range(rounds):
+            seconds, n = _timed_steps(tr, steps, warm=r == 0)
             out.append((seconds, n, _peak(gpu, before)))
         return out
     finally:
@@ -196,7 +200,7 @@ class Trials:
                 self.held += peak
             tr, took = self.kept[key]
             try:
-                seconds, n = _timed_steps(tr, self.steps)
+                seconds, n = _timed_steps(tr, self.steps, warm=first)
             finally:
                 _quiesce(tr.strategy)
             if first:   # the RSS its build and first round added (later rounds' RSS holds the others' too)

@@ -472,15 +472,15 @@ def _strategy(name: str):
 
 def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
                 steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0) -> float:
-    """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of a warm-up
-    step and ``steps`` timed steps, its trainer's build (``build_s``, the plain loop's, measured; once
+    """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of ``steps``
+    timed steps and one warm-up step (its trainer's first: later rounds reuse it), its trainer's build (``build_s``, the plain loop's, measured; once
     per process and job; a frames trainer's frame engine, ``frame_build_s``, measured at start, on
     top), its processes' start once (one job runs its rounds) and a plan where it needs one."""
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
     engine = frame_build_s if runs_frames(c.strategy) else 0.0
-    return TRIAL_MARGIN * (rounds + 1) * (min(steps, steps_per_epoch) + 1) * per_step + build_s + engine + start + plan
+    return TRIAL_MARGIN * ((rounds + 1) * min(steps, steps_per_epoch) + 1) * per_step + build_s + engine + start + plan
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
