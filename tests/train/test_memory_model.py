@@ -229,3 +229,32 @@ def test_released_free_pages_are_no_longer_resident():
     out = subprocess.run([sys.executable, "-c", RELEASED], capture_output=True, text=True, timeout=120, check=True)
     written, freed, released = map(float, out.stdout.split())
     assert written == 1.0 and freed > 0.9 and released < 0.1
+
+
+ONE_HEAP = """
+import sys, threading, torch
+import dynagnn.allocator as allocator
+allocator.ARENAS = int(sys.argv[1])
+assert allocator.keep_freed_heap()
+box = {}
+t = threading.Thread(target=lambda: box.setdefault("x", torch.empty(2 ** 20)))   # 4 MiB, in another thread
+t.start(); t.join()
+ptr = box.pop("x").untyped_storage().data_ptr()   # freed by this thread
+print(torch.empty(2 ** 20).untyped_storage().data_ptr() == ptr)
+"""
+
+
+def test_a_block_another_thread_allocated_is_reused_once_freed():
+    """The trainers' threads share one heap (``allocator.ARENAS``): a block a feed's producer thread
+    allocated and the training thread freed serves the training thread's next allocation; under
+    glibc's default the other thread's arena keeps it. In fresh interpreters (the setting is once per
+    process)."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("not glibc")
+    got = [subprocess.run([sys.executable, "-c", ONE_HEAP, arenas], capture_output=True, text=True, timeout=120,
+                          check=True).stdout.split() for arenas in ("1", "0")]
+    assert got == [["True"], ["False"]]
