@@ -12,14 +12,7 @@ step's temporaries. The sequential loop's feeder on a CPU makes every snapshot's
 later steps from fresh pages. Each side trains one epoch of T-GCN on CollegeMsg's daily snapshots
 (window 4, hidden 32, 1 thread) in a fresh process (``dynagnn.train.memory_model``'s measurement: the
 resident set's high-water mark above its start); printed: each side's peak, alternating rounds, and
-the ratio.
-
-Last, what one malloc arena (:data:`dynagnn.allocator.ARENAS`) gains where a second thread allocates:
-PiPAD's frames, whose pipelined feed prepares a step's inputs in a producer thread. Each side trains
-WD-GCN on CollegeMsg's daily snapshots (window 4, hidden 32, frames of 4, 2 threads) in fresh processes,
-one arena against glibc's default: one epoch's resident peak above the start (the memory model's
-measurement), and the median of two epochs' time after a first; alternating rounds.
-``DYNAGNN_BENCH_ALLOCATOR_SMOKE=1``: a tiny churn store, one round.
+the ratio. ``DYNAGNN_BENCH_ALLOCATOR_SMOKE=1``: a tiny churn store, one round.
 """
 
 from __future__ import annotations
@@ -97,58 +90,6 @@ def feeder_copies(smoke: bool) -> dict:
     return res
 
 
-ARENA_CHILD = r"""
-import json, statistics, sys, time
-import dynagnn.allocator as allocator
-allocator.ARENAS = int(sys.argv[2])   # this process only
-from dynagnn.train.engine import Trainer
-from dynagnn.train.memory_model import _measure_here
-from dynagnn.train.run_config import TrainConfig
-cfg = TrainConfig.of(model="wdgcn", strategy="frames", frame_size=4, hidden=32, window=4, threads=2)
-if sys.argv[3] == "peak":
-    print(json.dumps({"peak": _measure_here(None, sys.argv[1], cfg, 10 ** 9)}))
-else:
-    tr = Trainer(sys.argv[1], cfg, progress=False)
-    tr.model.train(); tr.head.train()
-    seconds = []
-    for epoch in range(3):
-        tr.run.epoch = epoch
-        tr.strategy.start_epoch(epoch)
-        t0 = time.perf_counter()
-        for end in tr.step_ends():
-            tr.optimizer.zero_grad(set_to_none=True)
-            tr.strategy.train_step(end)
-            tr.optimizer.step()
-        seconds.append(time.perf_counter() - t0)
-    tr.strategy.close()
-    print(json.dumps({"seconds": statistics.median(seconds[1:])}))
-"""
-
-
-def one_arena(smoke: bool) -> dict:
-    """One epoch's resident peak (MiB) and an epoch's seconds of frames with one arena and glibc's default."""
-    from .bench_auto import _churn, _collegemsg_daily
-
-    path = _churn(tiny=True) if smoke else _collegemsg_daily()
-    modes = {"one arena": "1", "default": "0"}
-    got = {m: {"peak": [], "seconds": []} for m in modes}
-    for _ in range(1 if smoke else 3):   # alternating, as above
-        for mode, arenas in modes.items():
-            for what in ("peak", "seconds"):
-                out = subprocess.run([sys.executable, "-c", ARENA_CHILD, str(path), arenas, what], capture_output=True,
-                                     text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
-                value = json.loads(out.stdout.strip().splitlines()[-1])[what]
-                got[mode][what].append(value / 2 ** 20 if what == "peak" else value)
-    res = {m: {k: statistics.median(v) for k, v in d.items()} for m, d in got.items()}
-    print(f"\n== one malloc arena: frames of 4, WD-GCN on {path.stem} (window 4, 2 threads, pipelined feed), "
-          f"median of {len(got['default']['peak'])} round(s)")
-    for mode in modes:
-        print(f"  {mode:<10s} {res[mode]['peak']:8.1f} MiB resident peak  {res[mode]['seconds']:7.3f} s/epoch")
-    print(f"  default / one arena: {res['default']['peak'] / res['one arena']['peak']:.2f}x the memory, "
-          f"{res['default']['seconds'] / res['one arena']['seconds']:.2f}x the time")
-    return res
-
-
 def main() -> dict:
     smoke = os.environ.get("DYNAGNN_BENCH_ALLOCATOR_SMOKE") == "1"
     steps, rounds = (5, 1) if smoke else (30, 3)
@@ -164,7 +105,6 @@ def main() -> dict:
         print(f"  {label:<16s} {res[mode]['ms']:8.2f} ms/step  {res[mode]['faults']:8.0f} page faults/step")
     print(f"  speed-up: {res['default']['ms'] / res['keep']['ms']:.2f}x")
     res["feeder_copies_mib"] = feeder_copies(smoke)
-    res["one_arena"] = one_arena(smoke)
     return res
 
 

@@ -10,15 +10,7 @@ import platform
 log = logging.getLogger(__name__)
 
 MiB = 2 ** 20
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -2, -3, -8   # glibc's mallopt parameters
-#: the malloc arenas a trainer's process may use (0: glibc's default, 8 per core). One: a block that
-#: a feed's producer thread (or a kernel's worker thread) allocates and the training thread frees goes
-#: back to the one heap that every thread reuses, not to an arena of its own that only its thread
-#: serves from. ``python -m benchmarks allocator``: PiPAD's frames (pipelined feed) on CollegeMsg
-#: daily, WD-GCN, 2 threads: one epoch's resident peak 132.5 -> 125.1 MiB, the epoch 1.64 -> 1.48 s
-#: (medians of 3). Read in one process at an epoch's end: the churn store's MPNN-LSTM in frames of 4
-#: 308 -> 243 MiB, the sequential loop's T-GCN on CollegeMsg 72 -> 61 MiB.
-ARENAS = 1
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # glibc's mallopt parameters
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,17 +37,14 @@ def keep_freed_heap() -> bool:
     page faults per head call, a third to a half of its time, and more on the frames path, whose
     frame-wide tensors push the heap top further (PiPAD §4.4 avoids malloc/free churn for the same
     reason); with blocks up to 32 MiB kept in the heap and no trimming below 1 GiB, 700-1,100. The
-    price: up to 1 GiB of freed memory stays with the process. The threads share one heap
-    (:data:`ARENAS`), so that what one frees another reuses."""
+    price: up to 1 GiB of freed memory stays with the process."""
     libc = glibc()
     if libc is None:
         return False
-    settings = [(_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB), (_M_TOP_PAD, 64 * MiB)]
-    if ARENAS:
-        settings.append((_M_ARENA_MAX, int(ARENAS)))
-    ok = all([libc.mallopt(p, v) == 1 for p, v in settings])  # a list: every setting is tried
-    log.info("glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB, top pad 64 MiB, "
-             "arenas %s)%s", ARENAS or "default", "" if ok else ": some setting refused")
+    ok = all([libc.mallopt(p, v) == 1 for p, v in ((_M_MMAP_THRESHOLD, 32 * MiB), (_M_TRIM_THRESHOLD, 1024 * MiB),
+                                                   (_M_TOP_PAD, 64 * MiB))])  # a list: every setting is tried
+    log.info("glibc malloc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB, top pad 64 MiB)%s",
+             "" if ok else ": some setting refused")
     return ok
 
 

@@ -140,7 +140,8 @@ def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
     features = s.num_nodes * s.feature_dim() * 4
     assert gpu["data"] == pytest.approx(copies + features, rel=0.02)   # the model's nnz counts a stored self-loop twice
     assert gpu["parameters"] == host["parameters"] and gpu["strategy"] == host["strategy"] == 0
-    assert gpu["activations"] >= host["activations"]   # the allocator keeps what the host's pages may not
+    if not torch.cuda.is_available():   # measured on the CPU, counted in full: at least the resident pages
+        assert gpu["activations"] >= host["activations"]
 
 
 def test_a_failing_measurement_is_an_error_not_a_hang(store):
@@ -231,30 +232,9 @@ def test_released_free_pages_are_no_longer_resident():
     assert written == 1.0 and freed > 0.9 and released < 0.1
 
 
-ONE_HEAP = """
-import sys, threading, torch
-import dynagnn.allocator as allocator
-allocator.ARENAS = int(sys.argv[1])
-assert allocator.keep_freed_heap()
-box = {}
-t = threading.Thread(target=lambda: box.setdefault("x", torch.empty(2 ** 20)))   # 4 MiB, in another thread
-t.start(); t.join()
-ptr = box.pop("x").untyped_storage().data_ptr()   # freed by this thread
-print(torch.empty(2 ** 20).untyped_storage().data_ptr() == ptr)
-"""
+def test_a_gpu_run_s_activations_are_measured_on_its_gpu_where_the_process_has_one():
+    from dynagnn.train.memory_model import measuring_device
 
-
-def test_a_block_another_thread_allocated_is_reused_once_freed():
-    """The trainers' threads share one heap (``allocator.ARENAS``): a block a feed's producer thread
-    allocated and the training thread freed serves the training thread's next allocation; under
-    glibc's default the other thread's arena keeps it. In fresh interpreters (the setting is once per
-    process)."""
-    import platform
-    import subprocess
-    import sys
-
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        pytest.skip("not glibc")
-    got = [subprocess.run([sys.executable, "-c", ONE_HEAP, arenas], capture_output=True, text=True, timeout=120,
-                          check=True).stdout.split() for arenas in ("1", "0")]
-    assert got == [["True"], ["False"]]
+    assert measuring_device(cfg()) == torch.device("cpu")
+    on_gpu = cfg(device="cuda")
+    assert measuring_device(on_gpu) == (torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))

@@ -10,7 +10,8 @@ start (after imports, before the :class:`~dynagnn.train.engine.Trainer` is built
 - ``task``: the link task's per-target caches of the training windows (:func:`task_bytes`);
 - ``parameters``: model + head weights, their gradients and Adam's two moments (:func:`parameter_bytes`);
 - ``activations``: what one training step keeps for its backward pass, MEASURED by running the
-  run's model at its widths on one representative snapshot (and the task's head on its embeddings)
+  run's model at its widths on one representative snapshot (and the task's head on its embeddings),
+  on the run's GPU where the process has one (:func:`measuring_device`), else on the CPU,
   under :func:`torch.autograd.graph.saved_tensors_hooks` (:func:`saved_bytes`: a large host buffer
   counted by its resident pages), then scaled by the snapshots a step holds at once
   (:func:`activation_bytes`); PiPAD's frames measured through the frame engine over a whole window
@@ -45,8 +46,9 @@ allocated size), the strategy's device arrays (the frames' device cache and part
 level, the event models' memory, mailbox and edge features) and the libraries' workspaces; the
 host's snapshots, the load's transients, the heap's slack and the task's host arrays are left out.
 The host-only model it replaces predicted 0.48-1.91x the measured peak of auto's picks on an H200
-(issue 30's first GPU run, docs/benchmarks.md#auto); these device terms are written from that run's
-findings and tested on a CPU for what they count, and have not yet run on a GPU.
+(issue 30's first GPU run, docs/benchmarks.md#auto), with a step's activations measured on the CPU;
+these device terms, and the activations measured on the device, are written from that run's findings
+and tested on a CPU for what they count, and have not yet run on a GPU.
 """
 
 from __future__ import annotations
@@ -204,11 +206,14 @@ def measured_snapshot(store, config) -> dict[str, float]:
         torch.manual_seed(config.seed)
         model = strategy.build_model(int(feats.shape[-1]))
         head = task.head(model.out_dim)
-    feeder = SnapshotFeeder(feeder_host, feats[: t + 1] if feats.ndim == 3 else feats, n, "cpu")
+    dev = measuring_device(config)
+    model.to(dev)
+    head.to(dev)
+    feeder = SnapshotFeeder(feeder_host, feats[: t + 1] if feats.ndim == 3 else feats, n, str(dev))
     params = tuple(model.parameters()) + tuple(head.parameters())
     model.train()
     head.train()
-    state = model.initial_state(n, torch.device("cpu"))
+    state = model.initial_state(n, dev)
     if prev != t:
         _, state = model.step(*feeder.get(prev), state)
     adj, x = feeder.get(t)
@@ -273,13 +278,14 @@ def measured_frames(store, config, measured: dict) -> float:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = strategy.build_model(int(feats.shape[-1]))
-    model.train()
-    engine = quiet_engine(model, edges, host, feats, n, "cpu", window=span, frame_size=S,
+    dev = measuring_device(config)
+    model.to(dev).train()
+    engine = quiet_engine(model, edges, host, feats, n, str(dev), window=span, frame_size=S,
                           reuse=getattr(o, "frame_reuse", "on") == "on", pipeline=False)
     try:
         def forward():
             engine.schedule([range(span)])
-            return engine.forward(range(span), model.initial_state(n, torch.device("cpu")))
+            return engine.forward(range(span), model.initial_state(n, dev))
         forward()   # the reuse cache and the partitions built, as the first epoch leaves them
         got, _ = saved_bytes(forward, tuple(model.parameters()), _held_storages(engine), resident=not _gpu(config))
     finally:
@@ -291,6 +297,15 @@ def measured_frames(store, config, measured: dict) -> float:
 
 def _gpu(config) -> bool:
     return str(config.device).startswith("cuda")
+
+
+def measuring_device(config) -> torch.device:
+    """Where the model's activations are measured: the run's GPU, where the process has one (its
+    saved tensors are cuDNN's and cuBLAS's, counted at their allocated sizes), else the CPU (a GPU
+    run's prediction made without one counts oneDNN's, in full)."""
+    if _gpu(config) and torch.cuda.is_available():
+        return torch.device(config.device)
+    return torch.device("cpu")
 
 
 def _frames(config) -> bool:
@@ -567,7 +582,7 @@ def event_bytes(store, config) -> dict[str, float]:
         return {**one, "memory": one["memory"] / workers, "activations": one["activations"] / workers}
 
     strategy = config.strategy_cls(config)
-    ctx = DistContext.single("cpu")
+    ctx = DistContext.single(measuring_device(config))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         run = strategy.prepare(store, ctx, Comm(ctx), PhaseTimer("cpu"))
@@ -901,6 +916,6 @@ def measure_peak_bytes(store_path, config, steps: int | None = 3, timeout: float
     return float(value)
 
 
-__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "built_partitions", "cuda_workspace_bytes", "device_data_bytes", "measured_frames", "resident_bytes", "resident_adjacency_bytes", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
+__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "measuring_device", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "built_partitions", "cuda_workspace_bytes", "device_data_bytes", "measured_frames", "resident_bytes", "resident_adjacency_bytes", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
            "frames_bytes", "measure_peak_bytes", "measured_snapshot", "memory_terms", "parameter_bytes",
            "predict_peak_bytes", "saved_bytes", "step_snapshots", "strategy_bytes", "task_bytes"]
