@@ -228,6 +228,7 @@ def test_spearman_against_scipy():
     tied_a, tied_b = [0.2, 0.1, 0.2, 0.5, 0.2, 0.1], [3.0, 1.0, 3.0, 2.0, 4.0, 0.5]   # ties: average ranks
     assert spearman(tied_a, tied_b) == pytest.approx(spearmanr(tied_a, tied_b).statistic)
     assert np.isnan(spearman([1.0], [2.0])) and np.isnan(spearman([1.0, 1.0], [1.0, 2.0]))
+    assert np.isnan(spearman([1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]))   # as scipy: a NaN ranks nothing
 
 
 def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share():
@@ -247,6 +248,8 @@ def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share(
     assert pick_trials(predicted, 0.1, steps_per_epoch=10) == []
     # room for everything: the plain loop first, then in predicted order
     assert pick_trials(predicted, 1000.0, steps_per_epoch=10) == [seq, grp, fr, vx]
+    # on a GPU a one-process trainer is built for each round (a warm-up step each): the same share fits less
+    assert pick_trials(predicted, 1.81 * TRIAL_MARGIN, steps_per_epoch=10, gpu=True) == []
     # a frames trainer's engine build, measured at start, is paid on top: the same share no longer fits it
     assert pick_trials(predicted, 1.81 * TRIAL_MARGIN, steps_per_epoch=10, frame_build_s=0.05) == []
 

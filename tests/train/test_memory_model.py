@@ -140,6 +140,7 @@ def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
     features = s.num_nodes * s.feature_dim() * 4
     assert gpu["data"] == pytest.approx(copies + features, rel=0.02)   # the model's nnz counts a stored self-loop twice
     assert gpu["parameters"] == host["parameters"] and gpu["strategy"] == host["strategy"] == 0
+    assert gpu["activations"] > 0
     if not torch.cuda.is_available():   # measured on the CPU, counted in full: at least the resident pages
         assert gpu["activations"] >= host["activations"]
 
@@ -238,3 +239,34 @@ def test_a_gpu_run_s_activations_are_measured_on_its_gpu_where_the_process_has_o
     assert measuring_device(cfg()) == torch.device("cpu")
     on_gpu = cfg(device="cuda")
     assert measuring_device(on_gpu) == (torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
+
+
+def test_frames_cut_finer_build_the_tuner_s_partitions_once_across_windows():
+    """A frame of S = 4 cut into partitions of 2 (the tuner's S_per): windows sliding by one share
+    their partitions, each built once; a frame of 3 ends in a partition of one."""
+    from dynagnn.train.memory_model import built_partitions
+
+    got = built_partitions({"ends": [3, 4, 5]}, window=4, S=4, needs={"parts"}, reused=False, s_per=2)
+    assert got == {(0, 2), (2, 2), (1, 2), (3, 2), (4, 2)}
+    assert built_partitions({"ends": [2]}, window=3, S=3, needs={"parts"}, reused=False, s_per=2) == {(0, 2), (2, 1)}
+    assert built_partitions({"ends": [3]}, window=4, S=4, needs={"parts"}, reused=False) == {(0, 4)}
+
+
+def test_a_partition_s_bytes_are_counted_from_what_the_engine_holds(store):
+    """The measured bytes per nnz of a frame's snapshots that its partitions hold: under a CSR's 12
+    (int64 column, float32 value) and its row offsets where the snapshots share edges (the shared
+    part is held once), 20 more on a directed store, whose backward builds each transposed Â."""
+    from dynagnn.train.memory_model import measured_frames
+    from tests.train.conftest import small_store
+
+    s = open_store(store)
+    config = cfg(model="evolvegcn_o", strategy="frames", frame_size=2)
+    m = measured_snapshot(s, config)
+    got = measured_frames(s, config, m)
+    n, nnz = s.num_nodes, int(s.offsets[-1]) / s.num_snapshots
+    assert got["frames"] > 0 and got["s_per"] == 2 and 0 < got["partition_bytes_per_nnz"] < 12 + 3 * 8 * (n + 1) / nnz
+    directed = open_store(small_store(store.parent / "directed.zarr", num_nodes=300, num_edges=1500,
+                                      num_snapshots=8, dim=8, directed=True))
+    m = measured_snapshot(directed, config)
+    both = measured_frames(directed, config, m)
+    assert both["partition_bytes_per_nnz"] > got["partition_bytes_per_nnz"] + 8   # the transposes' 20 per nnz

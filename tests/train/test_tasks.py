@@ -257,3 +257,19 @@ def test_reported_negative_kinds_refused_for_another_task(regress_store):
                                           "negatives; this run's task is regress"):
         Trainer(regress_store, TrainConfig.of(model="tgcn", hidden=4, report_negative_kinds=["historical"]),
                 progress=False)
+
+
+def test_the_link_task_reads_its_targets_in_one_slice_as_one_by_one(tmp_path):
+    """edge_keys(t) are snapshot t+1's edges, whether read alone, in a slice of scattered ends, or
+    partly cached first."""
+    from tests.train.conftest import small_store
+
+    store = open_store(small_store(tmp_path / "s.zarr", num_snapshots=10))
+    task = LinkPrediction(store)
+    first = task.edge_keys(3)
+    task.read_targets([7, 1, 3, 5])
+    for t in (1, 3, 5, 7):
+        row, col, _ = store.edges(t + 1)
+        assert np.array_equal(task.edge_keys(t), row * store.num_nodes + col)
+    assert task.edge_keys(3) is first   # a target read before is not read again
+    assert not np.array_equal(task.edge_keys(1), task.edge_keys(3))

@@ -185,7 +185,8 @@ class LinkPrediction(NegativeKinds, Task):
         if self._history is None:
             n = np.int64(self.num_nodes)
             src, dst, t = [], [], []
-            for s, (row, col, _) in enumerate(self.store.window_edges(0, self.num_snapshots)):
+            for s in range(self.num_snapshots):   # one at a time: the whole store's edges are never read at once
+                row, col, _ = self.store.edges(s)
                 keep = row != col if self.store.directed else row < col
                 src.append(np.asarray(row[keep], dtype=np.int64))
                 dst.append(np.asarray(col[keep], dtype=np.int64))

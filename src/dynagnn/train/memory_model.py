@@ -254,8 +254,11 @@ def _held_storages(obj, depth: int = 4) -> set[int]:
     return out
 
 
-def measured_frames(store, config, measured: dict) -> float:
-    """The saved bytes of one step's forward through PiPAD's frames (frames, group_frames), MEASURED:
+def measured_frames(store, config, measured: dict) -> dict[str, float | None]:
+    """{"frames": the saved bytes of one step's forward through PiPAD's frames (frames, group_frames),
+    "partition_bytes_per_nnz": what a built partition holds per nnz of its snapshots' Â, "s_per":
+    the largest partition the tuner cut a frame into (None, both, where the range built none)},
+    MEASURED:
     the frame engine (:class:`~dynagnn.train.frame_engine.FrameEngine`, the run's frame size and
     reuse, no producer thread) runs the run's model over the step's range (the window ending at the
     representative target, or the carried piece from its start) twice, the second under the
@@ -263,7 +266,11 @@ def measured_frames(store, config, measured: dict) -> float:
     partitions, features and snapshot copies: :func:`frames_bytes` and :func:`adjacency_bytes` count
     them) and the parameters left out. A frame saves what its batched products read (the frame's
     stacked inputs, a GEMM's operands, a recurrence's workspace), not its snapshots' one-by-one
-    tensors: on CollegeMsg daily WD-GCN in frames of 4, 3x their bytes."""
+    tensors: on CollegeMsg daily WD-GCN in frames of 4, 3x their bytes. A third forward and its
+    backward then leave the partitions as a run keeps them (a directed graph's transposed Â built by
+    the backward) to be counted (:func:`partition_bytes`): on england_covid (directed, a high
+    overlap) 12 bytes per nnz missed a third of them, the shared part stored once and the transposes
+    at 20 bytes per nnz (torch's CSR from COO keeps the [2, nnz] index)."""
     from dynagnn.train.frame_engine import quiet_engine, range_inputs
 
     o = config.options
@@ -288,9 +295,35 @@ def measured_frames(store, config, measured: dict) -> float:
             return engine.forward(range(span), model.initial_state(n, dev))
         forward()   # the reuse cache and the partitions built, as the first epoch leaves them
         got, _ = saved_bytes(forward, tuple(model.parameters()), _held_storages(engine), resident=not _gpu(config))
+        hs, _ = forward()
+        torch.stack([h.sum() for h in hs]).sum().backward()
+        per_nnz = partition_bytes(engine, _nnz(store)[a:a + span])
+        built = engine._dev_parts if engine.gpu else engine._host_parts
+        s_per = max((size for _, size in built), default=None)
     finally:
         engine.close()
-    return float(got)
+    return {"frames": float(got), "partition_bytes_per_nnz": per_nnz, "s_per": s_per}
+
+
+def partition_bytes(engine, nnz: np.ndarray) -> float | None:
+    """The bytes the frame ``engine``'s partitions hold (their shared and exclusive Â, transposes
+    included, and degree scalings; the device's copies on a GPU) per nnz of their snapshots' Â
+    (``nnz``: the engine's snapshots'); None where it built none."""
+    parts = engine._dev_parts if engine.gpu else engine._host_parts
+    if not parts:
+        return None
+    seen: dict[int, int] = {}
+    for part in parts.values():
+        for adj in [part.shared, *part.exclusive]:
+            if adj is None:
+                continue
+            for t in (adj.matrix, adj._transposed):
+                if t is not None:
+                    seen.update(_storages(t))
+        if part.dinv is not None:
+            seen.update(_storages(part.dinv))
+    covered = sum(int(nnz[b:b + size].sum()) for b, size in parts)
+    return float(sum(seen.values())) / max(covered, 1)
 
 
 # ---- the terms ----------------------------------------------------------------------------------
@@ -484,8 +517,9 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     sequential feeder's static features and the engine's own copy (2 x N x F); every snapshot's raw
     triples (:class:`~dynagnn.graph.overlap.RawSnapshot`: int64 keys and float32 weights of Â's
     entries, self-loops included, and float64 D^-1/2 per vertex; host memory, left out on a GPU);
-    the partitions the epoch's frames build and keep (:func:`built_partitions`; 12 bytes per nnz of
-    the partition's snapshots: on a CPU the host's, on a GPU their device copies); and the frame's stacked
+    the partitions the epoch's frames build and keep (:func:`built_partitions`; at the bytes per nnz
+    of their snapshots :func:`measured_frames` counted, else 12: on a CPU the host's, on a GPU their
+    device copies); and the frame's stacked
     aggregations, S snapshots' [N, F] inputs and [N, H] outputs at once (``frame_size`` S, at most
     the window or the carried piece; the span when the tuner decides)."""
     o = config.options
@@ -505,16 +539,20 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     reuse = T * n * f * FLOAT if reused else 0.0
     copies = 2.0 * n * f * FLOAT
     raws = 0.0 if _gpu(config) else float(nnz.sum()) * (INDEX + FLOAT) + T * n * 8.0
-    parts = 12.0 * float(sum(nnz[a:a + size].sum() for a, size in
-                             built_partitions(measured, window, S, needs, reused)))
+    per_nnz = measured.get("partition_bytes_per_nnz") or 12.0
+    parts = per_nnz * float(sum(nnz[a:a + size].sum() for a, size in
+                                built_partitions(measured, window, S, needs, reused, measured.get("s_per"))))
     stacked = S * n * (f + int(config.hidden)) * FLOAT
     return reuse + copies + raws + parts + stacked
 
 
-def built_partitions(measured: dict, window: int, S: int, needs: set[str], reused: bool) -> set[tuple[int, int]]:
+def built_partitions(measured: dict, window: int, S: int, needs: set[str], reused: bool,
+                     s_per: int | None = None) -> set[tuple[int, int]]:
     """(first snapshot, size) of each frame partition an epoch's frames build and keep, COUNTED from
     the epoch's ranges (``measured``'s ``ends``: a window ending at each, or a carried sequence's
-    tbptt pieces) cut into frames of S as the engine cuts them: every frame of several snapshots where
+    tbptt pieces) cut into frames of S as the engine cuts them, and each frame into partitions of
+    ``s_per`` (the tuner's cut, :func:`measured_frames`; S where None), the partitions of
+    overlapping windows' frames built once: every frame of several snapshots where
     the model reads partitions (:func:`~dynagnn.train.frame_engine.partitions_matter`: sliding
     windows make a frame, and a partition, per window); where only the reused ``Â X`` is read, the
     frames whose every entry is missing when they run (the first epoch's disjoint frames of a
@@ -536,7 +574,8 @@ def built_partitions(measured: dict, window: int, S: int, needs: set[str], reuse
             size = min(S, ts[-1] + 1 - a)
             frame = set(range(a, a + size))
             if size > 1 and (every or not frame & seen):
-                keys.add((a, size))
+                per = max(1, min(int(s_per or size), size))
+                keys.update((b, min(per, a + size - b)) for b in range(a, a + size, per))
             seen |= frame
     return keys
 
@@ -705,7 +744,7 @@ def memory_terms(store, config, memo: dict | None = None) -> dict[str, float]:
         fkey = ("frames",) + _measurement_key(config, "tbptt", "frame_size", "frame_reuse")
         if fkey not in memo:
             memo[fkey] = measured_frames(store, config, m)
-        m["frames"] = memo[fkey]
+        m.update(memo[fkey])
     acts, back = activation_bytes(store, config, m), backward_bytes(store, config, m)
     if gpu:
         return {"data": device_data_bytes(store, config, m), "task": 0.0, "load": 0.0, "parameters": params,
@@ -916,6 +955,6 @@ def measure_peak_bytes(store_path, config, steps: int | None = 3, timeout: float
     return float(value)
 
 
-__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "measuring_device", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "built_partitions", "cuda_workspace_bytes", "device_data_bytes", "measured_frames", "resident_bytes", "resident_adjacency_bytes", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
+__all__ = ["ALLOCATOR_SLACK", "BACKWARD_SHARE", "measuring_device", "LOAD_BYTES_PER_EDGE", "LOAD_BYTES_PER_EVENT", "built_partitions", "cuda_workspace_bytes", "device_data_bytes", "measured_frames", "partition_bytes", "resident_bytes", "resident_adjacency_bytes", "allocator_bytes", "load_bytes", "MeasureError", "activation_bytes", "backward_bytes", "data_bytes", "event_bytes",
            "frames_bytes", "measure_peak_bytes", "measured_snapshot", "memory_terms", "parameter_bytes",
            "predict_peak_bytes", "saved_bytes", "step_snapshots", "strategy_bytes", "task_bytes"]

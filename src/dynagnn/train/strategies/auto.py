@@ -452,6 +452,8 @@ def check_run(store, config) -> None:
 def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
     """Each candidate's predicted peak bytes (:func:`dynagnn.train.memory_model.predict_peak_bytes`),
     one prediction per strategy, worker count and options (a process's memory is not its threads')."""
+    import torch
+
     from dynagnn.train.memory_model import predict_peak_bytes
 
     by: dict[tuple, float] = {}
@@ -460,6 +462,8 @@ def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
         key = (c.strategy, c.workers, c.options)
         if key not in by:
             by[key] = float(predict_peak_bytes(store, chosen_config(config, c), memo))
+    if config.device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.empty_cache()   # the measurements' blocks back to the device: the trials size their caches by free memory
     return {c: by[(c.strategy, c.workers, c.options)] for c in cands}
 
 
@@ -471,20 +475,27 @@ def _strategy(name: str):
 
 
 def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0) -> float:
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
+                gpu: bool = False) -> float:
     """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of ``steps``
-    timed steps and one warm-up step (its trainer's first: later rounds reuse it), its trainer's build (``build_s``, the plain loop's, measured; once
-    per process and job; a frames trainer's frame engine, ``frame_build_s``, measured at start, on
-    top), its processes' start once (one job runs its rounds) and a plan where it needs one."""
+    timed steps and a warm-up step per trainer built, its trainers' builds (``build_s``, the plain
+    loop's, measured; a frames trainer's frame engine, ``frame_build_s``, measured at start, on top),
+    its processes' start once (one job runs its rounds) and a plan where it needs one. A trainer is
+    built once where :class:`~dynagnn.train.trials.Trials` keeps it (one process on a CPU, not BGL's
+    stages) or one job runs every round (several processes); else once per round."""
     per_step = predicted / max(steps_per_epoch, 1)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
     plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
     engine = frame_build_s if runs_frames(c.strategy) else 0.0
-    return TRIAL_MARGIN * ((rounds + 1) * min(steps, steps_per_epoch) + 1) * per_step + build_s + engine + start + plan
+    once = c.processes > 1 or not (gpu or "sampled" in _strategy(c.strategy).models)
+    builds = 1 if once else rounds + 1
+    return (TRIAL_MARGIN * ((rounds + 1) * min(steps, steps_per_epoch) + builds) * per_step
+            + builds * (build_s + engine) + start + plan)
 
 
 def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0) -> list[Candidate]:
+                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
+                gpu: bool = False) -> list[Candidate]:
     """The candidates to time, within ``budget_s`` (the trials' share of the run, a bound: nothing is
     timed beyond it): the plain one-process loops (the ones every technique must beat, timed again
     beside the others; their trainers are warm from the prediction's measurement, so they pay their
@@ -493,10 +504,10 @@ def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_ep
     loops: the prediction then chooses (:func:`resolve`)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
     plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
-    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds) for c in plain)
+    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds, gpu=gpu) for c in plain)
     others = []
     for c in order:
-        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds, frame_build_s)
+        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds, frame_build_s, gpu)
         if c not in plain and spent + cost <= budget_s:
             others.append(c)
             spent += cost
@@ -598,7 +609,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
         tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
-                             frame_build_s=base.frame_build_seconds)
+                             frame_build_s=base.frame_build_seconds, gpu=base.gpu)
                  if len(fits) > 1 else [])
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
