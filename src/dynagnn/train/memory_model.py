@@ -298,18 +298,23 @@ def measured_frames(store, config, measured: dict) -> dict[str, float | None]:
         hs, _ = forward()
         torch.stack([h.sum() for h in hs]).sum().backward()
         per_nnz = partition_bytes(engine, _nnz(store)[a:a + span])
-        built = engine._dev_parts if engine.gpu else engine._host_parts
-        s_per = max((size for _, size in built), default=None)
+        s_per = max((size for _, size in _kept_partitions(engine)), default=None)
     finally:
         engine.close()
     return {"frames": float(got), "partition_bytes_per_nnz": per_nnz, "s_per": s_per}
+
+
+def _kept_partitions(engine) -> dict:
+    """The frame ``engine``'s partitions a step reads, by (first snapshot, size): the device's copies
+    on a GPU, the host's on a CPU (where they are the same)."""
+    return engine._dev_parts if engine.gpu else engine._host_parts
 
 
 def partition_bytes(engine, nnz: np.ndarray) -> float | None:
     """The bytes the frame ``engine``'s partitions hold (their shared and exclusive Â, transposes
     included, and degree scalings; the device's copies on a GPU) per nnz of their snapshots' Â
     (``nnz``: the engine's snapshots'); None where it built none."""
-    parts = engine._dev_parts if engine.gpu else engine._host_parts
+    parts = _kept_partitions(engine)
     if not parts:
         return None
     seen: dict[int, int] = {}

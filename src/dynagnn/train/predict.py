@@ -454,8 +454,8 @@ def _spmm_seconds(edges, num_nodes: int, width: int, threads: int, device: str, 
 
 def spearman(a, b) -> float:
     """Spearman's rank correlation of two equal-length sequences (average ranks for ties); NaN when
-    either is constant, holds a NaN or is shorter than 2. Ranked here, not by scipy: importing scipy.stats cost a
-    resolve 1.3 s."""
+    either is constant, holds a NaN or is shorter than 2. Ranked here, not by scipy: importing
+    scipy.stats cost a resolve 1.3 s."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 2 or np.isnan(a).any() or np.isnan(b).any() or np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan
