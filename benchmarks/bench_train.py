@@ -1,5 +1,6 @@
 """Training: dynagnn's loop against a PyTorch Geometric Temporal-style loop, epoch time by phase;
-ESDG's checkpointing (peak memory against nb) and graph-difference transfer (bytes, time).
+ESDG's checkpointing (peak memory against nb) and graph-difference transfer (bytes, time); the link
+task's training targets read in one slice against one read per snapshot.
 
 Run alone: ``python -m benchmarks train``. Sizes: ``DYNAGNN_BENCH_TRAIN_EDGES`` (edges per snapshot
 of the synthetic store, default 500,000 undirected = 1M stored), ``DYNAGNN_BENCH_TRAIN_EPOCHS``.
@@ -212,12 +213,45 @@ def link_head(num_nodes: int = 5000, pairs: int = 65_000, dim: int = 32, repeats
     return med
 
 
+def target_reads(repeats: int = 5) -> dict:
+    """What a trainer's build pays for the link task's training targets (issue 30, eleventh session):
+    every t+1 of CollegeMsg's daily windows read one store read per snapshot, as the task read them
+    before, against :meth:`~dynagnn.tasks.snapshot.LinkPrediction.read_targets`' one slice; a fresh
+    task each time, alternating; the keys compared, so both read the same."""
+    import numpy as np
+
+    from dynagnn.data.store import open_store
+    from dynagnn.tasks.snapshot import LinkPrediction, training_ends
+
+    from .bench_auto import _collegemsg_daily
+
+    store = open_store(_collegemsg_daily())
+    ends = training_ends(store, 4)
+    got = {"one by one": [], "one slice": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        alone = {t: (lambda e: e[0] * np.int64(store.num_nodes) + e[1])(store.edges(t + 1)) for t in ends}
+        got["one by one"].append(time.perf_counter() - t0)
+        task = LinkPrediction(store)
+        t0 = time.perf_counter()
+        task.read_targets(ends)
+        got["one slice"].append(time.perf_counter() - t0)
+        assert all(np.array_equal(alone[t], task.edge_keys(t)) for t in ends)
+    res = {k: statistics.median(v) for k, v in got.items()}
+    print(f"\n== the link task's {len(ends)} training targets on CollegeMsg daily, read at a trainer's build "
+          f"(median of {repeats})")
+    for k, v in res.items():
+        print(f"  {k:<11s} {1e3 * v:8.1f} ms")
+    print(f"  speed-up: {res['one by one'] / res['one slice']:.1f}x")
+    return res
+
+
 def main() -> dict:
     edges = int(os.environ.get("DYNAGNN_BENCH_TRAIN_EDGES", 500_000))
     epochs = int(os.environ.get("DYNAGNN_BENCH_TRAIN_EPOCHS", 4))
     college = collegemsg_store(1)
     synth = synthetic_store(edges)
-    result = {"link_head": link_head()}
+    result = {"link_head": link_head(), "target_reads": target_reads()}
     result["loops"] = compare_loops(college, "CollegeMsg weekly", epochs, window=4, hidden=32)
     result["loops"] += compare_loops(synth, f"churn {edges:,} edges/snapshot", max(2, epochs - 1), window=4,
                                      hidden=32, max_edges=20_000)
