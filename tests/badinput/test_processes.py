@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +117,11 @@ class Run:
 
     def __init__(self, argv: list[str], env: dict | None = None):
         self.tag = uuid.uuid4().hex
-        env = {**os.environ, **(env or {}), "DYNAGNN_TEST_TAG": self.tag}
+        # the command's temporary files (its plan folder, multiprocessing's) in a folder of its own, removed
+        # with this object: a launcher killed by SIGKILL cannot remove them itself
+        tmp = tempfile.mkdtemp(prefix="dynagnn-test-run-")
+        weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
+        env = {**os.environ, **(env or {}), "DYNAGNN_TEST_TAG": self.tag, "TMPDIR": tmp}
         # as a shell starts a command: SIGINT at its default, whatever this test process inherited or was left
         # with (an ignored SIGINT is inherited across exec, and the command would then never see a Ctrl-C)
         self.proc = subprocess.Popen([sys.executable, "-m", "dynagnn", "train", *argv], cwd=ROOT, env=env,
