@@ -8,7 +8,7 @@ import pytest
 from dynagnn.errors import ConfigError
 from dynagnn.models import check_contract, model_class
 from dynagnn.train.strategies import STRATEGIES
-from dynagnn.train.strategies.auto import SPLITTERS, Candidate, candidates, choose, trial_candidates
+from dynagnn.train.strategies.auto import SPLITTERS, Candidate, TrialClock, candidates, choose, trial_candidates
 
 
 def _refusal(model):
@@ -100,6 +100,38 @@ def test_trials_interleave_drop_the_warm_up_and_scale_to_the_epoch():
     assert seconds[A] == pytest.approx((1.1 + 2.2) / 2 * 10) and seconds[B] == pytest.approx((0.45 + 0.9) / 2 * 10)
     assert peak == {A: 1.0, B: 3.0}
     assert choose(seconds, peak, budget=2.0)[0] == A
+
+
+def test_the_trials_share_is_held_as_it_is_spent():
+    """A slow warm-up round leaves out a candidate the plan had room for, and a second timed round that
+    would not fit is not run; the plain loop is timed whatever its cost."""
+    from dynagnn.train.trials import Trial
+
+    t = [0.0]
+    took = {A: [1.0, 0.4, 0.4], B: [2.0, 0.4, 0.4], C: [0.5, 0.1, 0.1]}   # B's build ran 1 s over its plan
+    order = []
+
+    def measure(c):
+        order.append(c)
+        t[0] += took[c].pop(0)
+        return Trial((t[0],), steps_per_epoch=1, peak_bytes=0.0)
+
+    # each (warm-up round, timed rounds) as planned: 1.0 + 0.5 each, 4.5 s in all, within the 4.5 s share
+    parts = {A: (1.0, 0.5), B: (1.0, 0.5), C: (1.0, 0.5)}
+    failed = {}
+    seconds, _ = trial_candidates("unused", None, [A, B, C], rounds=2, measure=measure, failed=failed,
+                                  clock=TrialClock(4.5, parts, must=[A], now=lambda: t[0]))
+    # at C: 3 s spent, its 1.5 and the 1.0 owed by A and B's timed rounds: over the share
+    assert failed == {C: "not timed: the trials' share (4.5 s) was spent before its trial"}
+    # the first timed round ends at 3.8 s; a second (0.8 s) would end past 4.5: one timed round only
+    assert order == [A, B, A, B] and seconds == {A: pytest.approx(3.4), B: pytest.approx(3.8)}
+    # the plain loop is timed even when its own plan is over the share
+    t[0] = 0.0
+    took.update({A: [1.0, 0.1, 0.1], B: [1.0, 0.1, 0.1]})
+    failed = {}
+    seconds, _ = trial_candidates("unused", None, [A, B], rounds=2, measure=measure, failed=failed,
+                                  clock=TrialClock(1.0, {A: (5.0, 1.0), B: (0.1, 0.1)}, must=[A], now=lambda: t[0]))
+    assert set(seconds) == {A} and B in failed
 
 
 def test_the_strategies_own_checks_give_the_reasons(tmp_path):

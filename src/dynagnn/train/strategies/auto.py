@@ -75,6 +75,11 @@ class Candidate:
     def processes(self) -> int:
         return self.workers * self.procs
 
+    @property
+    def plain(self) -> bool:
+        """One process of a model kind's plain loop, no option set: what every technique must beat."""
+        return self.processes == 1 and not self.options and self.strategy in PLAIN_STRATEGIES
+
     def label(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options)
         return f"{self.strategy} {self.workers}x{self.procs}x{self.threads}t" + (f" ({opts})" if opts else "")
@@ -192,22 +197,31 @@ def _mib(n: float | None) -> str:
 
 
 def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int = 4, rounds: int = 2,
-                     measure=None, failed: dict | None = None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+                     measure=None, failed: dict | None = None,
+                     clock: TrialClock | None = None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
     """({candidate: predicted epoch seconds}, {candidate: peak bytes}) of the candidates that can run,
     each timed ``rounds`` times on ``steps`` real steps after a warm-up round, interleaved; an epoch's
     seconds are the per-step medians over the rounds, summed and scaled to the epoch's step count (the
     frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
     replaces the real trial (tests inject timings). A candidate whose trial fails (a worker dies, a
-    strategy's error) is left out, its one-line reason in ``failed``: the run trains another."""
+    strategy's error) is left out, its one-line reason in ``failed``: the run trains another.
+    ``clock``: the trials' share as it is spent (:class:`TrialClock`); a candidate it cannot afford is
+    left out with that reason in ``failed``, and the rounds end early when the next would not fit."""
     from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.trials import Trials
 
     runnable = [c for c in cands if c.reason is None]
     failed = {} if failed is None else failed
+    started: set = set()
 
     def guarded(c: Candidate, measure):
         if c in failed:
             return None
+        if clock is not None and c not in started:
+            if not clock.affords(c):
+                failed[c] = f"not timed: the trials' share ({clock.budget_s:.2g} s) was spent before its trial"
+                return None
+            started.add(c)
         try:
             return measure(c)
         except Exception as exc:   # noqa: BLE001 (a strategy's step may raise anything: the run trains another)
@@ -217,9 +231,9 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
     if measure is None:
         with Trials(store_path, steps, rounds + 1) as live:   # the tuner's rounds and its warm-up round
             trials = interleaved(runnable, lambda c: guarded(c, lambda c: live.measure(c, chosen_config(config, c))),
-                                 rounds)
+                                 rounds, clock.more if clock else None)
     else:
-        trials = interleaved(runnable, lambda c: guarded(c, measure), rounds)
+        trials = interleaved(runnable, lambda c: guarded(c, measure), rounds, clock.more if clock else None)
     return _epochs({c: got for c, got in trials.items() if c not in failed})
 
 
@@ -474,44 +488,93 @@ def _strategy(name: str):
     return strategy_class(name)
 
 
+def _trial_parts(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
+                 steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
+                 gpu: bool = False) -> tuple[float, float]:
+    """Seconds a trial of ``c`` is expected to take, as (its warm-up round, its timed rounds): its
+    ``rounds`` and a warm-up round of ``steps`` timed steps and a warm-up step per trainer built, its
+    trainers' builds (``build_s``, the plain loop's, measured; a frames trainer's frame engine,
+    ``frame_build_s``, measured at start, on top), its processes' start once and a plan where it needs
+    one. A trainer is built once where :class:`~dynagnn.train.trials.Trials` keeps it (one process on
+    a CPU, not BGL's stages); else once per round. A job of several processes runs every round at its
+    first (its timed rounds cost nothing later)."""
+    per_step = predicted / max(steps_per_epoch, 1)
+    n = min(steps, steps_per_epoch)
+    start = LAUNCH_SECONDS if c.processes > 1 else 0.0
+    plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
+    build = build_s + (frame_build_s if runs_frames(c.strategy) else 0.0)
+    once = c.processes > 1 or not (gpu or "sampled" in _strategy(c.strategy).models)
+    first = TRIAL_MARGIN * (n + 1) * per_step + build + start + plan
+    later = TRIAL_MARGIN * rounds * n * per_step + (0.0 if once else rounds * (TRIAL_MARGIN * per_step + build))
+    return (first + later, 0.0) if c.processes > 1 else (first, later)
+
+
 def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
                 steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
                 gpu: bool = False) -> float:
-    """Seconds a trial of ``c`` is expected to take: its ``rounds`` and a warm-up round of ``steps``
-    timed steps and a warm-up step per trainer built, its trainers' builds (``build_s``, the plain
-    loop's, measured; a frames trainer's frame engine, ``frame_build_s``, measured at start, on top),
-    its processes' start once (one job runs its rounds) and a plan where it needs one. A trainer is
-    built once where :class:`~dynagnn.train.trials.Trials` keeps it (one process on a CPU, not BGL's
-    stages) or one job runs every round (several processes); else once per round."""
-    per_step = predicted / max(steps_per_epoch, 1)
-    start = LAUNCH_SECONDS if c.processes > 1 else 0.0
-    plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
-    engine = frame_build_s if runs_frames(c.strategy) else 0.0
-    once = c.processes > 1 or not (gpu or "sampled" in _strategy(c.strategy).models)
-    builds = 1 if once else rounds + 1
-    return (TRIAL_MARGIN * ((rounds + 1) * min(steps, steps_per_epoch) + builds) * per_step
-            + builds * (build_s + engine) + start + plan)
+    """Seconds a whole trial of ``c`` is expected to take (:func:`_trial_parts`)."""
+    return sum(_trial_parts(c, predicted, steps_per_epoch, build_s, steps, rounds, frame_build_s, gpu))
 
 
-def pick_trials(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
-                gpu: bool = False) -> list[Candidate]:
+class TrialClock:
+    """The trials' share of the run held as it is spent, not only as planned (:func:`pick_trials`
+    plans by predicted steps, and a slow build or a loaded machine took the CPU matrix's trials to 1.1-1.25x
+    their plan). ``parts``: {candidate: (its warm-up round's expected seconds, its timed rounds')};
+    ``budget_s``: the share. A candidate not in ``must`` starts its trial only while the seconds spent,
+    its whole trial and the timed rounds still owed by those started fit the share (:meth:`affords`);
+    the first timed round always runs (a choice needs one), a later one only while the seconds spent
+    and the last round's fit (:meth:`more`)."""
+
+    def __init__(self, budget_s: float, parts: dict, must=(), now=time.perf_counter):
+        self.budget_s, self.parts, self.must, self.now = float(budget_s), dict(parts), set(must), now
+        self.t0 = now()
+        self.owed = 0.0          # the timed rounds of the candidates started
+        self.round_start = self.t0
+        self.last_round = 0.0    # the seconds of the last timed round
+
+    def spent(self) -> float:
+        return self.now() - self.t0
+
+    def affords(self, c) -> bool:
+        first, later = self.parts.get(c, (0.0, 0.0))
+        if c not in self.must and self.spent() + first + later + self.owed > self.budget_s:
+            return False
+        self.owed += later
+        return True
+
+    def more(self, r: int) -> bool:
+        now = self.now()
+        if r > 1:
+            self.last_round = now - self.round_start
+        self.round_start = now
+        return r <= 1 or self.spent() + self.last_round <= self.budget_s
+
+
+def trial_plan(predicted: dict[Candidate, float], budget_s: float, steps_per_epoch: int, build_s: float = 0.0,
+               steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
+               gpu: bool = False) -> dict[Candidate, tuple[float, float]]:
     """The candidates to time, within ``budget_s`` (the trials' share of the run, a bound: nothing is
-    timed beyond it): the plain one-process loops (the ones every technique must beat, timed again
-    beside the others; their trainers are warm from the prediction's measurement, so they pay their
-    steps only, counted first), then, in predicted order, each candidate whose trial's expected cost
-    (:func:`_trial_cost`) still fits. Empty when the share cannot time one candidate beside the plain
-    loops: the prediction then chooses (:func:`resolve`)."""
+    timed beyond it), each with its trial's expected seconds (:func:`_trial_parts`): the plain
+    one-process loops (the ones every technique must beat, timed again beside the others; their
+    trainers are warm from the prediction's measurement, so they pay their steps only, counted first),
+    then, in predicted order, each candidate whose trial still fits. Empty when the share cannot time
+    one candidate beside the plain loops: the prediction then chooses (:func:`resolve`)."""
     order = sorted(predicted, key=lambda c: (predicted[c], c.simplicity()))
-    plain = [c for c in order if c.processes == 1 and not c.options and c.strategy in PLAIN_STRATEGIES]
-    spent = sum(_trial_cost(c, predicted[c], steps_per_epoch, 0.0, steps, rounds, gpu=gpu) for c in plain)
-    others = []
+    plain = {c: _trial_parts(c, predicted[c], steps_per_epoch, 0.0, steps, rounds, gpu=gpu) for c in order
+             if c.plain}
+    spent = sum(map(sum, plain.values()))
+    others = {}
     for c in order:
-        cost = _trial_cost(c, predicted[c], steps_per_epoch, build_s, steps, rounds, frame_build_s, gpu)
-        if c not in plain and spent + cost <= budget_s:
-            others.append(c)
-            spent += cost
-    return plain + others if others else []
+        parts = _trial_parts(c, predicted[c], steps_per_epoch, build_s, steps, rounds, frame_build_s, gpu)
+        if c not in plain and spent + sum(parts) <= budget_s:
+            others[c] = parts
+            spent += sum(parts)
+    return {**plain, **others} if others else {}
+
+
+def pick_trials(*args, **kwargs) -> list[Candidate]:
+    """The candidates :func:`trial_plan` times, in its order."""
+    return list(trial_plan(*args, **kwargs))
 
 
 class TrialConfigs(dict):
@@ -598,7 +661,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         def measure(c):
             return live.measure(c, configs[c], peak.get(c, 0.0))
         one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
-        plain = [c for c in one if c.strategy in PLAIN_STRATEGIES and not c.options]
+        plain = [c for c in one if c.plain]
         base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None,
                             frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
                                          if runs_frames(c.strategy)})
@@ -608,9 +671,10 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         predicted = {c: predict(c, base, link) for c in fits}
         expected = min(predicted.values()) * int(config.epochs)
         share_s = float(o.trial_share) * expected
-        tried = (pick_trials(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
-                             frame_build_s=base.frame_build_seconds, gpu=base.gpu)
-                 if len(fits) > 1 else [])
+        planned_trials = (trial_plan(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
+                                     frame_build_s=base.frame_build_seconds, gpu=base.gpu)
+                          if len(fits) > 1 else {})
+        tried = list(planned_trials)
         t_trials = time.perf_counter()
         failed: dict[Candidate, str] = {}
         if not tried:   # one candidate, or a share that times none: the prediction chooses among one process's
@@ -620,7 +684,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
             measured_peak = {}
         else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
             seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
-                                                      measure=measure, failed=failed)
+                                                      measure=measure, failed=failed,
+                                                      clock=TrialClock(share_s, planned_trials,
+                                                                       [c for c in tried if c.plain]))
         trial_s = time.perf_counter() - t_trials
     if not seconds:
         raise ConfigError("auto: no candidate's trial ran: " + "; ".join(f"{c.label()}: {w}" for c, w in failed.items()))
