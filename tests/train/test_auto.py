@@ -122,7 +122,8 @@ def test_the_trials_share_is_held_as_it_is_spent():
     seconds, _ = trial_candidates("unused", None, [A, B, C], rounds=2, measure=measure, failed=failed,
                                   clock=TrialClock(4.5, parts, must=[A], now=lambda: t[0]))
     # at C: 3 s spent, its 1.5 and the 1.0 owed by A and B's timed rounds: over the share
-    assert failed == {C: "not timed: the trials' share (4.5 s) was spent before its trial"}
+    assert failed == {C: "not timed: its trial (~1.5 s) and the 1 s owed to those started would pass the "
+                         "trials' share (4.5 s, 3 s spent)"}
     # the first timed round ends at 3.8 s; a second (0.8 s) would end past 4.5: one timed round only
     assert order == [A, B, A, B] and seconds == {A: pytest.approx(3.4), B: pytest.approx(3.8)}
     # the plain loop is timed even when its own plan is over the share
@@ -131,6 +132,45 @@ def test_the_trials_share_is_held_as_it_is_spent():
     failed = {}
     seconds, _ = trial_candidates("unused", None, [A, B], rounds=2, measure=measure, failed=failed,
                                   clock=TrialClock(1.0, {A: (5.0, 1.0), B: (0.1, 0.1)}, must=[A], now=lambda: t[0]))
+    assert set(seconds) == {A} and B in failed
+
+
+def test_the_trials_clock_judges_a_round_by_the_last_and_gives_back_a_failed_trial():
+    from dynagnn.train.trials import Trial
+
+    t = [0.0]
+
+    def trial(c, took):
+        def measure(c):
+            t[0] += took[c].pop(0)
+            if took.get("fail") == c:
+                raise RuntimeError("out of memory")
+            return Trial((t[0],), steps_per_epoch=1, peak_bytes=0.0)
+        return measure
+
+    def run(took, budget, parts, rounds=3, must=(A,)):
+        t[0] = 0.0
+        failed = {}
+        seconds, _ = trial_candidates("unused", None, list(parts), rounds=rounds, measure=trial(None, took),
+                                      failed=failed, clock=TrialClock(budget, parts, must=must, now=lambda: t[0]))
+        return seconds, failed
+
+    # rounds of 0.2 s each within a 5 s share: all 3 timed rounds run
+    took = {A: [1.0, 0.1, 0.1, 0.1], B: [1.0, 0.1, 0.1, 0.1]}
+    seconds, failed = run(took, 5.0, {A: (1.0, 0.3), B: (1.0, 0.3)})
+    assert not failed and not any(took.values())
+    # round 1 takes 0.2 s, round 2 2.0 s: round 3 is judged by round 2 (3.2 + 2.0 > 4.5), not by round 1
+    took = {A: [0.5, 0.1, 1.0, 0.1], B: [0.5, 0.1, 1.0, 0.1]}
+    seconds, failed = run(took, 4.5, {A: (0.5, 0.3), B: (0.5, 0.3)})
+    assert took == {A: [0.1], B: [0.1]}   # two timed rounds: each step the median of the two
+    assert seconds == {A: pytest.approx((1.1 + 2.2) / 2), B: pytest.approx((1.2 + 3.2) / 2)}
+    # B's trial fails in its warm-up: its timed rounds (2.0 s) are no longer owed, and C fits
+    took = {A: [0.5, 0.1, 0.1, 0.1], B: [0.5], C: [0.5, 0.1, 0.1, 0.1], "fail": B}
+    seconds, failed = run(took, 3.5, {A: (0.5, 0.3), B: (0.5, 2.0), C: (0.5, 0.3)})
+    assert set(seconds) == {A, C} and failed == {B: "its trial failed: out of memory"}
+    # the plain loop's whole trial is owed from the start, wherever it stands in the order
+    took = {A: [0.5, 0.1, 0.1, 0.1], B: [0.5, 0.1, 0.1, 0.1]}
+    seconds, failed = run(took, 1.5, {B: (0.5, 0.3), A: (0.5, 0.3)})
     assert set(seconds) == {A} and B in failed
 
 

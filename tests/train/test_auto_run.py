@@ -81,6 +81,28 @@ def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_predicti
     assert choice.line.endswith("could time none beside the plain loop's measurement)")
 
 
+def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_the_prediction(store, monkeypatch):
+    from dynagnn.train.strategies import auto
+
+    def trials(store_path, config, tried, *, steps, rounds, measure, failed, clock):
+        for c in tried:   # the plain loop fails; the share's clock turns every other one away
+            if c.plain:
+                failed[c] = "its trial failed: out of memory"
+            else:
+                clock.refused.add(c)
+                failed[c] = "not timed: the share"
+        return {}, {}
+    monkeypatch.setattr(auto, "trial_candidates", trials)
+    rep = auto.resolve(store, TrainConfig.of(strategy="auto", cores=2, trial_share=100.0, **TINY)).report
+    rows = {r["label"]: r for r in rep["candidates"]}
+    assert rep["chosen_by"] == "prediction"
+    chosen = next(r for r in rows.values() if r["chosen"])
+    # chosen by prediction among the one-process candidates whose trial did not fail
+    assert chosen["workers"] * chosen["processes_per_worker"] == 1 and chosen["options"]
+    assert rows["sequential 1x1x2t"]["reason"] == "its trial failed: out of memory"
+    assert all("not timed" not in (r["reason"] or "") for r in rows.values())
+
+
 def test_the_engine_refuses_an_unresolved_auto(store, tmp_path):
     from dynagnn.train.engine import train
 

@@ -206,27 +206,32 @@ def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int =
     replaces the real trial (tests inject timings). A candidate whose trial fails (a worker dies, a
     strategy's error) is left out, its one-line reason in ``failed``: the run trains another.
     ``clock``: the trials' share as it is spent (:class:`TrialClock`); a candidate it cannot afford is
-    left out with that reason in ``failed``, and the rounds end early when the next would not fit."""
+    left out with that reason in ``failed``, and the rounds end early where the last round's seconds
+    would pass the share."""
     from dynagnn.schedule.tuner import interleaved
     from dynagnn.train.trials import Trials
 
     runnable = [c for c in cands if c.reason is None]
     failed = {} if failed is None else failed
-    started: set = set()
+    asked: set = set()
 
     def guarded(c: Candidate, measure):
         if c in failed:
             return None
-        if clock is not None and c not in started:
-            if not clock.affords(c):
-                failed[c] = f"not timed: the trials' share ({clock.budget_s:.2g} s) was spent before its trial"
+        if clock is not None and c not in asked:
+            asked.add(c)
+            why = clock.refusal(c)
+            if why is not None:
+                failed[c] = why
+                log.info("auto: %s %s", c.label(), why)
                 return None
-            started.add(c)
         try:
             return measure(c)
         except Exception as exc:   # noqa: BLE001 (a strategy's step may raise anything: the run trains another)
             failed[c] = f"its trial failed: {one_line(exc)}"
             log.warning("auto: %s %s", c.label(), failed[c])
+            if clock is not None:
+                clock.refund(c)
             return None
     if measure is None:
         with Trials(store_path, steps, rounds + 1) as live:   # the tuner's rounds and its warm-up round
@@ -517,30 +522,50 @@ def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: f
 
 
 class TrialClock:
-    """The trials' share of the run held as it is spent, not only as planned (:func:`pick_trials`
-    plans by predicted steps, and a slow build or a loaded machine took the CPU matrix's trials to 1.1-1.25x
-    their plan). ``parts``: {candidate: (its warm-up round's expected seconds, its timed rounds')};
-    ``budget_s``: the share. A candidate not in ``must`` starts its trial only while the seconds spent,
-    its whole trial and the timed rounds still owed by those started fit the share (:meth:`affords`);
-    the first timed round always runs (a choice needs one), a later one only while the seconds spent
-    and the last round's fit (:meth:`more`)."""
+    """The trials' share of the run held as it is spent, not only as planned (:func:`trial_plan`
+    plans by predicted steps, and a slow build or a loaded machine took the CPU matrix's trials to
+    1.07-1.25x their plan). ``parts``: {candidate: (its warm-up round's expected seconds, its timed
+    rounds')}; ``budget_s``: the share; ``must``: the candidates timed whatever they cost (the plain
+    loops), their whole trials owed from the start. Another candidate starts its trial only while the
+    seconds spent, its whole trial and the seconds still owed (the timed rounds of those started, the
+    trials of the ``must`` ones not started) fit the share (:meth:`refusal`); a failed one's rounds
+    are given back (:meth:`refund`). The first timed round always runs (a choice needs one); a later
+    one only while the seconds spent and the last round's, its estimate, fit (:meth:`more`). A
+    trainer built again each round where the memory budget cannot keep it costs more than planned:
+    :meth:`more` bounds what that overruns. ``now``: the clock (tests inject one)."""
 
     def __init__(self, budget_s: float, parts: dict, must=(), now=time.perf_counter):
         self.budget_s, self.parts, self.must, self.now = float(budget_s), dict(parts), set(must), now
         self.t0 = now()
-        self.owed = 0.0          # the timed rounds of the candidates started
+        self.owed = sum(sum(self.parts.get(c, (0.0, 0.0))) for c in self.must)
+        self.started: set = set()
+        self.refused: set = set()
         self.round_start = self.t0
         self.last_round = 0.0    # the seconds of the last timed round
 
     def spent(self) -> float:
         return self.now() - self.t0
 
-    def affords(self, c) -> bool:
+    def refusal(self, c) -> str | None:
+        """None, and ``c``'s timed rounds owed from now, where its trial may start; else why not."""
         first, later = self.parts.get(c, (0.0, 0.0))
-        if c not in self.must and self.spent() + first + later + self.owed > self.budget_s:
-            return False
-        self.owed += later
-        return True
+        if c in self.must:
+            self.owed -= first   # paid from now, in the seconds spent
+        else:
+            spent = self.spent()
+            if spent + first + later + self.owed > self.budget_s:
+                self.refused.add(c)
+                return (f"not timed: its trial (~{first + later:.2g} s) and the {self.owed:.2g} s owed to those "
+                        f"started would pass the trials' share ({self.budget_s:.2g} s, {spent:.2g} s spent)")
+            self.owed += later
+        self.started.add(c)
+        return None
+
+    def refund(self, c) -> None:
+        """``c``'s trial failed: its timed rounds are no longer owed."""
+        if c in self.started:
+            self.started.discard(c)
+            self.owed -= self.parts.get(c, (0.0, 0.0))[1]
 
     def more(self, r: int) -> bool:
         now = self.now()
@@ -683,10 +708,14 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
             seconds = {c: predicted[c] for c in ([c for c in fits if c.processes == 1] or fits)}
             measured_peak = {}
         else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
+            clock = TrialClock(share_s, planned_trials, [c for c in tried if c.plain])
             seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
-                                                      measure=measure, failed=failed,
-                                                      clock=TrialClock(share_s, planned_trials,
-                                                                       [c for c in tried if c.plain]))
+                                                      measure=measure, failed=failed, clock=clock)
+            if not seconds and clock.refused:   # the plain loop's trial failed and the share timed no other:
+                for c in clock.refused:         # the prediction chooses among those whose trial did not fail
+                    failed.pop(c)
+                seconds = {c: predicted[c] for c in fits if c.processes == 1 and c not in failed}
+                tried = []
         trial_s = time.perf_counter() - t_trials
     if not seconds:
         raise ConfigError("auto: no candidate's trial ran: " + "; ".join(f"{c.label()}: {w}" for c, w in failed.items()))
