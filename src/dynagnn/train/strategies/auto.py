@@ -324,6 +324,10 @@ def summary_line(seconds: dict[Candidate, float], chosen: Candidate, cands: list
 LAUNCH_SECONDS = 4.0
 PLAN_SECONDS = 6.0
 TRIAL_STEPS, TRIAL_ROUNDS = 3, 2
+# the plain loop's rounds at each thread count, which the prediction's every term scales: a median of
+# three, one disturbed round moving nothing (at two, one slow round of the 2-thread loop on this shared
+# machine, 0.67 s against 0.49-0.57, made CollegeMsg's one-step epoch predict 1 thread faster, 1.23x wrong)
+BASE_ROUNDS = 3
 # what a trial's rounds cost beyond their steps' predicted seconds (each round's epoch start, the
 # gradients zeroed, the thread count switched, a step slower than predicted): on issue 30's CPU
 # matrix the trials took 0.95-1.30x the steps' estimate, so the share is planned with this margin
@@ -687,7 +691,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
             return live.measure(c, configs[c], peak.get(c, 0.0))
         one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
         plain = [c for c in one if c.plain]
-        base = measure_base(store, config, model, cores, measure, rounds, cands=plain or one[:1] or None,
+        base = measure_base(store, config, model, cores, measure, max(rounds, BASE_ROUNDS), cands=plain or one[:1] or None,
                             frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
                                          if runs_frames(c.strategy)})
         link = DEFAULT_LINK
