@@ -172,7 +172,36 @@ def main() -> dict:
                             "recurrence_share": share})
     print(f"\n  full PiPAD over the PyG-T loop: mean {statistics.fmean(speedups['PiPAD/pyg']):.2f}x "
           f"(min {min(speedups['PiPAD/pyg']):.2f}x); over sequential: min {min(speedups['PiPAD/sequential']):.2f}x")
-    return {"rows": results, "speedups": speedups}
+    first = pipeline_start(next(iter(datasets(smoke).values())), "tgcn" if not smoke else models[0], window, device,
+                           epochs=2 if smoke else 3, repeats=1 if smoke else 3)
+    return {"rows": results, "speedups": speedups, "pipeline_start": first}
+
+
+def pipeline_start(path, model: str, window: int, device: str, epochs: int = 3, repeats: int = 3) -> dict:
+    """The frames strategy's first epoch (PiPAD's profiling epoch) where the torch threads fill the
+    cores, by how the pipeline starts: "on" (every first epoch before the twelfth session: auto ran
+    the producer until the tuner decided), "auto" (now on only where the producer has a core of its
+    own, :func:`dynagnn.train.pipeline.producer_has_core`) and "off"; frames of 4, the runs
+    interleaved ``repeats`` times, medians of the first epoch and of the later ones."""
+    from dynagnn.distributed.launch import available_cores
+    from dynagnn.train.engine import TrainConfig, Trainer
+
+    threads = available_cores()
+    got: dict[str, dict[str, list[float]]] = {m: {"first": [], "later": []} for m in ("on", "auto", "off")}
+    for _ in range(repeats):
+        for mode in got:
+            cfg = TrainConfig.of(**_model_options(model), strategy="frames", frame_size=min(4, window), pipeline=mode,
+                                 epochs=epochs, patience=epochs, window=window, hidden=32, threads=threads,
+                                 device=device, max_edges=20_000)
+            m, _ = Trainer(path, cfg, progress=False).fit()
+            got[mode]["first"].append(float(m["train_seconds"].iloc[0]))
+            got[mode]["later"].extend(m["train_seconds"].iloc[1:].tolist())
+    out = {mode: {k: statistics.median(v) for k, v in d.items()} for mode, d in got.items()}
+    print(f"\n  frames' first epoch by how the pipeline starts ({model}, S = {min(4, window)}, {threads} threads on "
+          f"{threads} cores, medians of {repeats}): " + "; ".join(
+              f"{mode} {r['first']:.2f} s (later epochs {r['later']:.2f})" for mode, r in out.items())
+          + f"; auto's first epoch {out['on']['first'] / out['auto']['first']:.2f}x faster than starting on")
+    return out
 
 
 if __name__ == "__main__":

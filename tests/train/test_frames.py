@@ -210,15 +210,20 @@ def test_trials_time_the_whole_step_and_leave_the_gradients(store):
     s.engine.close()
 
 
+@pytest.mark.parametrize("spare", [True, False])
 @pytest.mark.parametrize("faster", ["on", "off"])
-def test_pipeline_auto_is_chosen_with_the_frame_size(store, faster):
-    """pipeline auto: on through the profiling epoch; then the candidates are timed with the
-    pipeline off, and the winner and S = 1 are timed again with it off and on, the fastest kept
-    (timings injected); pipeline on is never second-guessed. The loss curve is sequential's."""
+def test_pipeline_auto_is_chosen_with_the_frame_size(store, faster, spare, monkeypatch):
+    """pipeline auto: through the profiling epoch on where the producer has a core of its own, else
+    off; then the candidates are timed with the pipeline off, and the winner and S = 1 are timed
+    again with it off and on, the fastest kept (timings injected); pipeline on is never
+    second-guessed. The loss curve is sequential's."""
+    import dynagnn.train.frame_engine as frame_engine
+
+    monkeypatch.setattr(frame_engine, "producer_has_core", lambda device, processes=1: spare)
     ref, _ = trainer(store, "wdgcn", epochs=2, patience=2).fit()
     tr = trainer(store, "wdgcn", strategy="frames", epochs=2, patience=2)
     engine = tr.strategy.engine
-    assert engine.prefetch.enabled and not engine.pipeline_decided
+    assert engine.prefetch.enabled == spare and not engine.pipeline_decided
 
     def measure(c):
         return [(1.0 if c.pipeline == (faster == "off") else 0.5) / c.frame_size]

@@ -85,3 +85,22 @@ def test_disabled_prepares_in_the_consumer_and_times_the_wait_as_transfer():
         assert [p.get(k) for k in range(3)] == [1, 2, 3]
     assert "transfer" in set(timer.frame()["phase"])
     assert p.take_stats()["inline"] == 3
+
+
+def test_a_producer_thread_has_a_core_only_where_the_job_leaves_one(monkeypatch):
+    """A pipeline's auto starts its producer only where the torch threads of this machine's processes
+    leave a core over, or on a GPU (the thread only feeds it)."""
+    import torch
+
+    from dynagnn.distributed import launch
+    from dynagnn.train.pipeline import producer_has_core
+
+    monkeypatch.setattr(launch, "available_cores", lambda: 4)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert producer_has_core("cpu") and not producer_has_core("cpu", processes=2)
+        torch.set_num_threads(4)
+        assert not producer_has_core("cpu") and producer_has_core("cuda", processes=8)
+    finally:
+        torch.set_num_threads(before)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +37,12 @@ class DistContext:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    @property
+    def local_processes(self) -> int:
+        """The job's processes on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else the whole job
+        (dynagnn's launcher starts every process on one machine)."""
+        return int(os.environ.get("LOCAL_WORLD_SIZE") or self.world_size)
 
     @property
     def distributed(self) -> bool:

@@ -114,7 +114,7 @@ def hardware(ctx: DistContext) -> dict:
     """What a run's timings were measured on, for metrics.parquet: the processes on this machine, the
     torch threads of each and the machine's cores; ``oversubscribed`` when processes × threads exceed
     the cores, so that its epoch times are not evidence of one strategy against another."""
-    procs = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))  # torchrun: this machine's share
+    procs = ctx.local_processes
     threads, cores = torch.get_num_threads(), available_cores()
     return {"processes": procs, "threads": threads, "cores": cores, "oversubscribed": procs * threads > cores}
 

@@ -50,7 +50,7 @@ from dynagnn.models.base import DynamicGNN, Frame, State
 from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
 from dynagnn.train.cache import physical_memory
-from dynagnn.train.pipeline import Prefetcher, bytes_only
+from dynagnn.train.pipeline import Prefetcher, bytes_only, producer_has_core
 from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 
 log = logging.getLogger(__name__)
@@ -209,16 +209,18 @@ class FrameEngine:
     [N, F] or [T, N, F]; ``window``: the training window (the longest range a frame may span);
     ``frame_size``: S fixed, or None (tuned after a profiling epoch); ``reuse``: the ``Â X`` cache;
     ``pipeline``: the producer thread (and side stream on a GPU): True, False or "auto" (on until
-    the tuner has frozen S, then kept only if it measured faster than preparing inline: on a CPU the
-    producer thread competes with the compute for the same cores); ``memory_bytes``: the tuner's
+    the tuner has frozen S where the producer has a core of its own, :func:`~dynagnn.train.pipeline.
+    producer_has_core`, else off until then; then kept only if it measured faster than preparing
+    inline: on a CPU the producer thread competes with the compute for the same cores); ``memory_bytes``: the tuner's
     bound (None: :func:`default_memory_bytes`); ``preload``: on a CPU, the per-snapshot feeder's
-    copies made when built (a process that reads every snapshot).
+    copies made when built (a process that reads every snapshot); ``processes``: this machine's
+    processes of the job, whose threads share its cores with the producer.
     """
 
     def __init__(self, model: DynamicGNN, store_edges, host: list, features: np.ndarray, num_nodes: int,
                  device: torch.device | str = "cpu", *, window: int, frame_size: int | None = None,
                  reuse: bool = True, pipeline: bool | str = True, memory_bytes: float | None = None,
-                 timer: PhaseTimer | None = None, preload: bool = True):
+                 timer: PhaseTimer | None = None, preload: bool = True, processes: int = 1):
         self.model = model
         self.N = int(num_nodes)
         self.T = len(host)
@@ -266,7 +268,9 @@ class FrameEngine:
             # carried sequence (window = the whole sequence) does not make every snapshot resident
             slots = max(int(0.5 * self.memory_bytes // max(entry, 1)), 4 * min(int(window), 16))
             self.cache = ReuseCache(self.T, self.N, self.F, self.device, slots)
-        self.prefetch = Prefetcher(self._prepare, enabled=pipeline is not False, device=self.device, timer=timer)
+        # "auto" starts on only where the producer has a core of its own; the tuner's trial decides
+        starts = pipeline is True or (pipeline == "auto" and producer_has_core(self.device, processes))
+        self.prefetch = Prefetcher(self._prepare, enabled=starts, device=self.device, timer=timer)
         self.pipeline_decided = pipeline != "auto"
         self._in_flight: list[set[int]] = []
         self._ahead: set[int] = set()   # the snapshots of the frames prepared so far in this schedule
@@ -585,7 +589,7 @@ def engine_for(run, options, span: int | None = None, preload: bool = True) -> F
                          frame_size=size, reuse=options.frame_reuse == "on",
                          pipeline={"on": True, "off": False}.get(options.pipeline, "auto"),
                          memory_bytes=(options.frame_memory_mb or 0) * MiB or None, timer=run.timer,
-                         preload=preload)
+                         preload=preload, processes=run.ctx.local_processes)
     log.info("frames: %s, reuse %s, pipeline %s", f"S = {size}" if size else "S tuned after a profiling epoch",
              "on" if engine.reuse else "off", "on" if engine.prefetch.enabled else "off")
     return engine

@@ -47,6 +47,18 @@ _DONE = object()
 SWITCH_INTERVAL_S = 2e-4
 
 
+def producer_has_core(device, processes: int = 1) -> bool:
+    """Whether a producer thread would have a core of its own: the work runs on a GPU (the thread
+    only feeds it), or the ``processes`` of this machine's job (this one and its peers, each with
+    as many torch threads) run fewer threads than the cores this process may use. Where it
+    would not, a pipeline's "auto" starts off: the thread's preparation competes with the torch
+    threads for their cores (CollegeMsg daily, T-GCN in frames of 4, 2 threads on 2 cores: 6.1-7.1 s
+    per epoch with the pipeline, 1.5-1.7 s without; TGN's events at 2 of 2 threads 0.98x)."""
+    from dynagnn.distributed.launch import available_cores
+
+    return torch.device(device).type == "cuda" or torch.get_num_threads() * max(1, int(processes)) < available_cores()
+
+
 class bytes_only:
     """A stand-in timer for work done in the producer thread: byte counts go to ``timer``, phases are
     not opened (the consumer times the wait instead)."""
