@@ -137,7 +137,8 @@ def main() -> dict:
     words = [w for w in os.environ.get("DYNAGNN_BENCH_FRAMES_DATASETS", "").lower().split(",") if w]
     print(f"\n== PiPAD's ladder: window {window}, {epochs} epochs (first left out), {threads} thread(s), {device}")
     results, speedups = [], {"PiPAD/pyg": [], "PiPAD/sequential": []}
-    for label, path in datasets(smoke).items():
+    data = datasets(smoke)
+    for label, path in data.items():
         from dynagnn.data.store import open_store
 
         if words and not any(w in label.lower() for w in words):
@@ -172,30 +173,37 @@ def main() -> dict:
                             "recurrence_share": share})
     print(f"\n  full PiPAD over the PyG-T loop: mean {statistics.fmean(speedups['PiPAD/pyg']):.2f}x "
           f"(min {min(speedups['PiPAD/pyg']):.2f}x); over sequential: min {min(speedups['PiPAD/sequential']):.2f}x")
-    first = pipeline_start(next(iter(datasets(smoke).values())), "tgcn" if not smoke else models[0], window, device,
-                           epochs=2 if smoke else 3, repeats=1 if smoke else 3)
+    first = (pipeline_start(next(iter(data.values())), "tgcn" if not smoke else models[0], window,
+                            epochs=2 if smoke else 3, repeats=1 if smoke else 3) if device == "cpu" else None)
     return {"rows": results, "speedups": speedups, "pipeline_start": first}
 
 
-def pipeline_start(path, model: str, window: int, device: str, epochs: int = 3, repeats: int = 3) -> dict:
-    """The frames strategy's first epoch (PiPAD's profiling epoch) where the torch threads fill the
-    cores, by how the pipeline starts: "on" (every first epoch before the twelfth session: auto ran
-    the producer until the tuner decided), "auto" (now on only where the producer has a core of its
-    own, :func:`dynagnn.train.pipeline.producer_has_core`) and "off"; frames of 4, the runs
-    interleaved ``repeats`` times, medians of the first epoch and of the later ones."""
+def pipeline_start(path, model: str, window: int, epochs: int = 3, repeats: int = 3) -> dict:
+    """The frames strategy's first epoch (PiPAD's profiling epoch) on a CPU where the torch threads
+    fill the cores, by how the pipeline starts: "on" (every first epoch before the twelfth session:
+    auto ran the producer until the tuner decided), "auto" (now on only where the producer has a core
+    of its own, :func:`dynagnn.train.pipeline.producer_has_core`) and "off"; frames of 4, the runs
+    interleaved ``repeats`` times, medians of the first epoch and of the later ones. T-GCN as
+    dynagnn's (its first aggregation reads [X ‖ H], so every frame's partitions are prepared: the
+    producer's heaviest work), not the ladder's ``tgcn_x``. On a GPU auto starts on: nothing to show."""
+    import torch
+
     from dynagnn.distributed.launch import available_cores
     from dynagnn.train.engine import TrainConfig, Trainer
 
-    threads = available_cores()
+    threads, before = available_cores(), torch.get_num_threads()
     got: dict[str, dict[str, list[float]]] = {m: {"first": [], "later": []} for m in ("on", "auto", "off")}
-    for _ in range(repeats):
-        for mode in got:
-            cfg = TrainConfig.of(**_model_options(model), strategy="frames", frame_size=min(4, window), pipeline=mode,
-                                 epochs=epochs, patience=epochs, window=window, hidden=32, threads=threads,
-                                 device=device, max_edges=20_000)
-            m, _ = Trainer(path, cfg, progress=False).fit()
-            got[mode]["first"].append(float(m["train_seconds"].iloc[0]))
-            got[mode]["later"].extend(m["train_seconds"].iloc[1:].tolist())
+    try:
+        for _ in range(repeats):
+            for mode in got:
+                cfg = TrainConfig.of(**_model_options(model), strategy="frames", frame_size=min(4, window),
+                                     pipeline=mode, epochs=epochs, patience=epochs, window=window, hidden=32,
+                                     threads=threads, device="cpu", max_edges=20_000)
+                m, _ = Trainer(path, cfg, progress=False).fit()
+                got[mode]["first"].append(float(m["train_seconds"].iloc[0]))
+                got[mode]["later"].extend(m["train_seconds"].iloc[1:].tolist())
+    finally:   # the benchmarks run after this one in the same process keep their threads
+        torch.set_num_threads(before)
     out = {mode: {k: statistics.median(v) for k, v in d.items()} for mode, d in got.items()}
     print(f"\n  frames' first epoch by how the pipeline starts ({model}, S = {min(4, window)}, {threads} threads on "
           f"{threads} cores, medians of {repeats}): " + "; ".join(

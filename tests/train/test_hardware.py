@@ -27,7 +27,13 @@ def test_more_threads_than_cores_is_oversubscribed(monkeypatch):
         assert engine.hardware(ctx) == {"processes": 1, "threads": 2, "cores": 2, "oversubscribed": False}
         monkeypatch.setattr(engine, "available_cores", lambda: 1)
         assert engine.hardware(ctx)["oversubscribed"] is True
-        monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun: 4 processes on this machine
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")   # a stray variable in the shell: not torchrun's
+        assert engine.hardware(ctx)["processes"] == 1
+        for key, value in (("RANK", "0"), ("WORLD_SIZE", "8"), ("MASTER_ADDR", "127.0.0.1")):
+            monkeypatch.setenv(key, value)                # torchrun: 4 of its 8 processes on this machine
         assert engine.hardware(ctx) == {"processes": 4, "threads": 2, "cores": 1, "oversubscribed": True}
+        for bad in ("0", "", "four"):                     # not a count: the job's own size (1 here)
+            monkeypatch.setenv("LOCAL_WORLD_SIZE", bad)
+            assert engine.hardware(ctx)["processes"] == 1
     finally:
         torch.set_num_threads(before)

@@ -102,5 +102,9 @@ def test_a_producer_thread_has_a_core_only_where_the_job_leaves_one(monkeypatch)
         assert producer_has_core("cpu") and not producer_has_core("cpu", processes=2)
         torch.set_num_threads(4)
         assert not producer_has_core("cpu") and producer_has_core("cuda", processes=8)
+        torch.set_num_threads(1)   # each process's producer needs a core: 2 processes fit 4, not 3
+        assert producer_has_core("cpu", processes=2)
+        monkeypatch.setattr(launch, "available_cores", lambda: 3)
+        assert not producer_has_core("cpu", processes=2)
     finally:
         torch.set_num_threads(before)

@@ -40,9 +40,17 @@ class DistContext:
 
     @property
     def local_processes(self) -> int:
-        """The job's processes on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else the whole job
-        (dynagnn's launcher starts every process on one machine)."""
-        return int(os.environ.get("LOCAL_WORLD_SIZE") or self.world_size)
+        """The job's processes on this machine: under torchrun its ``LOCAL_WORLD_SIZE`` (a positive
+        number), else the whole job (dynagnn's launcher starts every process on one machine; a
+        stray variable in the shell is not torchrun's)."""
+        from dynagnn.distributed.launch import under_torchrun   # launch imports this module
+
+        if under_torchrun():
+            try:
+                return max(1, int(os.environ["LOCAL_WORLD_SIZE"]))
+            except (KeyError, ValueError):
+                pass
+        return max(1, int(self.world_size))
 
     @property
     def distributed(self) -> bool:

@@ -83,8 +83,9 @@ class Pipelining(Options):
 
     pipeline: str = option(
         "auto", "prepare the next frame (frames) or snapshot (sequential, PiPAD's -A) while this one computes; "
-        "auto = off for sequential; for frames (and group_frames) from the start where a core is left over for "
-        "the producer thread (fewer torch threads than cores) or on a GPU, and once the tuner freezes S kept only "
+        "auto = off for sequential; for frames (and group_frames) from the start where each process's producer "
+        "thread has a core left over (torch threads + 1, times this machine's processes, within the cores) or on "
+        "a GPU, and once the tuner freezes S kept only "
         "where its trial windows run faster with it than prepared inline (on a CPU the producer thread competes "
         "for the cores); the tgnn strategies prefetch the next batch's share unless off; the events strategy "
         "samples the next batch ahead, auto = where a core is left over (fewer torch threads than cores) or on "

@@ -50,13 +50,14 @@ SWITCH_INTERVAL_S = 2e-4
 def producer_has_core(device, processes: int = 1) -> bool:
     """Whether a producer thread would have a core of its own: the work runs on a GPU (the thread
     only feeds it), or the ``processes`` of this machine's job (this one and its peers, each with
-    as many torch threads) run fewer threads than the cores this process may use. Where it
+    as many torch threads and a producer of its own) fit their threads and producers in the cores
+    this process may use (logical CPUs). Where it
     would not, a pipeline's "auto" starts off: the thread's preparation competes with the torch
     threads for their cores (CollegeMsg daily, T-GCN in frames of 4, 2 threads on 2 cores: 6.1-7.1 s
     per epoch with the pipeline, 1.5-1.7 s without; TGN's events at 2 of 2 threads 0.98x)."""
     from dynagnn.distributed.launch import available_cores
 
-    return torch.device(device).type == "cuda" or torch.get_num_threads() * max(1, int(processes)) < available_cores()
+    return torch.device(device).type == "cuda" or (torch.get_num_threads() + 1) * max(1, int(processes)) <= available_cores()
 
 
 class bytes_only:
@@ -121,7 +122,8 @@ class Prefetcher:
         self.device = torch.device(device)
         self.timer = timer
         self.gpu = self.device.type == "cuda"
-        self.stream = torch.cuda.Stream(self.device) if (self.gpu and self.enabled) else None
+        # made whatever ``enabled`` says now: a pipeline that starts off may be turned on by the tuner
+        self.stream = torch.cuda.Stream(self.device) if self.gpu else None
         self._lock = threading.RLock()
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
