@@ -23,7 +23,8 @@ interleaved as the frame tuner's trials are (:func:`dynagnn.schedule.tuner.inter
 share of the run, the cores) and nothing that trains. :func:`resolve` turns a run that names it into
 the run of the chosen candidate: the candidates enumerated, each one's epoch predicted
 (:mod:`dynagnn.train.predict`) and its peak memory (:mod:`dynagnn.train.memory_model`), the best
-predicted that fit the budget timed within the trials' share (:func:`pick_trials`: a bound), the
+predicted that fit the budget timed within the trials' share (:func:`trial_plan`, and
+:class:`TrialClock` as it is spent: a bound), the
 fastest measured chosen; where the share could time none beside the plain loop (a run of a few
 seconds), the fastest predicted of one process. The API
 (:func:`dynagnn.api.train`) calls it before training and hands the report to the engine, which writes
@@ -516,13 +517,6 @@ def _trial_parts(c: Candidate, predicted: float, steps_per_epoch: int, build_s: 
     first = TRIAL_MARGIN * (n + 1) * per_step + build + start + plan
     later = TRIAL_MARGIN * rounds * n * per_step + (0.0 if once else rounds * (TRIAL_MARGIN * per_step + build))
     return (first + later, 0.0) if c.processes > 1 else (first, later)
-
-
-def _trial_cost(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,
-                steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS, frame_build_s: float = 0.0,
-                gpu: bool = False) -> float:
-    """Seconds a whole trial of ``c`` is expected to take (:func:`_trial_parts`)."""
-    return sum(_trial_parts(c, predicted, steps_per_epoch, build_s, steps, rounds, frame_build_s, gpu))
 
 
 class TrialClock:
