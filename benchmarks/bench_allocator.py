@@ -10,7 +10,7 @@ Then what keeping freed memory asks of the trainers: that a long-lived block is 
 step's temporaries. The sequential loop's feeder on a CPU makes every snapshot's copy when it is built
 (``SnapshotFeeder(preload=True)``); made as each step first reads its snapshot instead, the heap serves
 later steps from fresh pages. Each side trains one epoch of T-GCN on CollegeMsg's daily snapshots
-(window 4, hidden 32, 1 thread) in a fresh process (``dynagnn.train.memory_model``'s measurement: the
+(window 4, hidden 32, 1 thread) in a fresh process (``dynagnn.choose.memory_measure``'s measurement: the
 resident set's high-water mark above its start); printed: each side's peak, alternating rounds, and
 the ratio. ``DYNAGNN_BENCH_ALLOCATOR_SMOKE=1``: a tiny churn store, one round.
 """
@@ -63,7 +63,7 @@ EPOCH_CHILD = r"""
 import json, sys
 from dynagnn.train.strategies.sequential import Sequential
 Sequential.preload = sys.argv[2] == "up-front"   # this process only
-from dynagnn.train.memory_model import _measure_here
+from dynagnn.choose.memory_measure import _measure_here
 from dynagnn.train.run_config import TrainConfig
 cfg = TrainConfig.of(model="tgcn", hidden=32, window=4, threads=1)
 print(json.dumps({"peak": _measure_here(None, sys.argv[1], cfg, 10 ** 9)}))

@@ -3,11 +3,11 @@ and what its trials cost.
 
 Per case (a dataset, a model, the loop's shape, a memory budget), in one session:
 
-1. auto's own choice: :func:`dynagnn.train.strategies.auto.resolve` on the run, its trials and all
+1. auto's own choice: :func:`dynagnn.choose.resolve.resolve` on the run, its trials and all
    (a group candidate planned at start by :func:`dynagnn.api.with_plan`, as ``dynagnn train`` plans it);
 2. the exhaustive search: every candidate of auto's report that could run and fit the budget (the
    chosen one, the timed ones, and those left untimed only because the trials' share was spent),
-   each trained on real steps as auto's trials train them (:class:`dynagnn.train.trials.Trials`:
+   each trained on real steps as auto's trials train them (:class:`dynagnn.choose.trials.Trials`:
    ``K`` steps spread over the epoch after a warm-up step, a one-process candidate's trainer kept
    between rounds, a job of several processes running its rounds at once) under the config auto
    would train it by, the candidates interleaved round by round (A B C A B C:
@@ -17,7 +17,7 @@ Per case (a dataset, a model, the loop's shape, a memory budget), in one session
 3. the figures: auto's **regret** (the exhaustive epoch of its pick over the best exhaustive epoch;
    aim: median <= 1.05, worst <= 1.15), the cost model's **Spearman** rank correlation between its
    predicted epochs and the exhaustive ones over the candidates run
-   (:func:`dynagnn.train.predict.spearman`), and the **trials' share** of a 20-epoch run
+   (:func:`dynagnn.choose.predict.spearman`), and the **trials' share** of a 20-epoch run
    (``trial_seconds_total`` / (20 x the pick's exhaustive epoch); aim <= 10%; the share of the whole
    resolution, its base measurement and memory prediction included, is printed beside it).
 
@@ -190,15 +190,15 @@ def config_of(case: Case, path: Path, cores: int, hidden: int, budget=None, devi
         keys["batch_windows"] = len(training_ends(open_store(path), int(keys.get("window", 1))))
     if budget is not None:
         keys["memory_budget"] = int(budget)
-    return TrainConfig.of(**MODELS[case.model], strategy="auto", hidden=hidden, epochs=EPOCHS, cores=cores,
+    return Request.of(**MODELS[case.model], hidden=hidden, epochs=EPOCHS, cores=cores,
                           device=device, **keys)
 
 
 def checkpoint_budget(path: Path, config) -> float | None:
     """A memory budget that forces checkpointing: just under the smallest predicted peak
-    (:func:`dynagnn.train.memory_model.predict_peak_bytes`) of the runnable candidates that do not
+    (:func:`dynagnn.choose.memory_model.predict_peak_bytes`) of the runnable candidates that do not
     checkpoint, above the smallest of those that do (None where no checkpointing candidate is
-    predicted smaller). The candidates are enumerated as :func:`~dynagnn.train.strategies.auto.resolve`
+    predicted smaller). The candidates are enumerated as :func:`~dynagnn.choose.resolve.resolve`
     enumerates them."""
     from dynagnn.data.store import open_store
     from dynagnn.train.strategies import auto
@@ -221,7 +221,7 @@ def runnable_rows(report: dict) -> list[dict]:
 
 
 def candidate_of(row: dict):
-    from dynagnn.train.strategies.auto import Candidate
+    from dynagnn.choose.resolve import Candidate
 
     return Candidate.from_row(row)
 
@@ -241,15 +241,15 @@ def exhaustive_rounds(rounds: int, steps: int, epoch_steps: int) -> int:
 def exhaustive(store_path: Path, config, report: dict, folder: Path, steps: int,
                rounds: int) -> tuple[dict[str, float], dict[str, str]]:
     """({label: exhaustive epoch seconds}, {label: why its trial failed}) of every runnable candidate
-    of ``report`` (module docstring), timed as auto's trials are (:class:`dynagnn.train.trials.Trials`:
+    of ``report`` (module docstring), timed as auto's trials are (:class:`dynagnn.choose.trials.Trials`:
     a one-process candidate's trainer kept between rounds, a job of several runs its rounds at once;
     a group candidate planned once per worker count, as ``dynagnn train`` plans it at start)."""
     from functools import partial
 
     from dynagnn.api import with_plan
     from dynagnn.schedule.tuner import interleaved
-    from dynagnn.train.strategies.auto import TrialConfigs
-    from dynagnn.train.trials import Trials, epoch_seconds_of
+    from dynagnn.choose.resolve import TrialConfigs
+    from dynagnn.choose.trials import Trials, epoch_seconds_of
 
     rounds = exhaustive_rounds(rounds, steps, int(report.get("base", {}).get("steps") or steps))
     cands = {candidate_of(r): r["label"] for r in runnable_rows(report)}
@@ -292,7 +292,7 @@ def case_figures(report: dict, seconds: dict[str, float], epochs: int = EPOCHS) 
     of the predicted epochs with the measured ones (over the candidates measured, in the report's
     order), and the trials' and the whole resolution's share of an ``epochs``-epoch run at the pick's
     measured epoch."""
-    from dynagnn.train.predict import spearman
+    from dynagnn.choose.predict import spearman
 
     chosen = report["chosen"]
     rows = [r for r in runnable_rows(report) if r["label"] in seconds]
@@ -351,10 +351,10 @@ def table_row(r: dict) -> str:
 
 def memory_ratio(path: Path, choice) -> float:
     """The memory model's predicted peak of auto's pick over its measured peak (a fresh process's over
-    one whole epoch of training steps, :func:`dynagnn.train.memory_model.measure_peak_bytes`; its
+    one whole epoch of training steps, :func:`dynagnn.choose.memory_model.measure_peak_bytes`; its
     largest rank's for a job): four steps spread over the epoch missed what grows with the epoch (the
     CollegeMsg loop's resident set doubled over its 134 steps before the feeder made its copies first)."""
-    from dynagnn.train.memory_model import measure_peak_bytes
+    from dynagnn.choose.memory_measure import measure_peak_bytes
 
     row = next(r for r in choice.report["candidates"] if r["chosen"])
     if not row.get("predicted_peak_bytes"):
@@ -365,7 +365,7 @@ def memory_ratio(path: Path, choice) -> float:
 def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int, device: str = "cpu") -> tuple[dict, dict]:
     """(its table row, its details) of one case: auto's choice, then the exhaustive search."""
     from dynagnn.api import with_plan
-    from dynagnn.train.strategies.auto import resolve
+    from dynagnn.choose.resolve import resolve
 
     row = {"dataset": case.dataset, "model": case.model, "loop": case.loop, "budget": "free",
            "candidates_run": 0, "chosen": None, "best": None, "regret": math.nan, "spearman": math.nan,

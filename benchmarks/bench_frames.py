@@ -44,7 +44,7 @@ PYG_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pyg_tempor
 
 
 def _ingest(name: str, spec: dict):
-    from dynagnn.config import validate
+    from dynagnn.api.runs import validate
     from dynagnn.data.ingest import ingest
 
     path = bench_dir() / f"frames_{name}.zarr"

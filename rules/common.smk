@@ -5,9 +5,9 @@ import os
 try:
     from dynagnn.analysis.stage import ANALYSES as _ANALYSES
     from dynagnn.analysis.stage import NEEDS_EVENTS as _NEEDS_EVENTS
-    from dynagnn.config import schedule_runs as _schedule_runs
-    from dynagnn.config import train_runs as _train_runs
-    from dynagnn.config import validate as _dynagnn_validate
+    from dynagnn.api.runs import schedule_runs as _schedule_runs
+    from dynagnn.api.runs import train_runs as _train_runs
+    from dynagnn.api.runs import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
     from dynagnn.train.strategies import workflow_family as _workflow_family
 except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
@@ -211,7 +211,7 @@ def compare_args(wildcards):
 
 def train_threads(wildcards):
     """Cores of a training job: its processes (workers × processes per worker) × their torch threads (an
-    auto job's slot 1t<cores>: the cores its candidates may fill, dynagnn.config.train_runs)."""
+    auto job's slot 1t<cores>: the cores its candidates may fill, dynagnn.api.runs.train_runs)."""
     workers, threads = slot_of(wildcards)
     return workers * family(wildcards.strategy)["procs_per_worker"] * threads
 

@@ -3,8 +3,8 @@
 from types import SimpleNamespace
 
 try:
-    from dynagnn.report.studies import check_studies as _check_studies
-    from dynagnn.report.studies import study_runs as _study_runs
+    from dynagnn.api.runs import check_studies as _check_studies
+    from dynagnn.api.runs import study_runs as _study_runs
 except ImportError:  # see rules/common.smk: without the library, no studies
     _study_runs = None
 

@@ -54,7 +54,7 @@ rule train:
 
 
 # An auto run (issue 30): the chooser times candidates (strategy, workers x processes x threads, options)
-# on the job's cores (its option cores: dynagnn.config.train_runs, slot 1t<cores>), trains the fastest that fits
+# on the job's cores (its option cores: dynagnn.api.runs.train_runs, slot 1t<cores>), trains the fastest that fits
 # the memory budget and writes auto.json beside the metrics: every candidate, its prediction, its trial's
 # seconds per epoch where timed, the one chosen and why each other was not.
 use rule train as train_auto with:

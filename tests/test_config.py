@@ -3,7 +3,8 @@
 import pytest
 import yaml
 
-from dynagnn.config import dataset_spec, load_config, validate
+from dynagnn.api.runs import load_config, validate
+from dynagnn.config import dataset_spec
 from dynagnn.errors import ConfigError
 
 MIN = {"datasets": {"a": {"format": "snap-edgelist", "path": "x.txt", "snapshots": {"by": "count", "size": 10}}}}
@@ -163,7 +164,7 @@ def test_an_auto_run_is_one_job_of_the_cores_it_may_fill():
     """An auto run (issue 30) chooses its workers and threads: the workflow gives it cores (its option, else
     the run's workers x threads, the hardware of the strategies beside it), trains it in auto-1t<cores>/
     (its job's threads) and pairs it by them in the compare figure; its options name no workers or threads."""
-    from dynagnn.config import train_runs
+    from dynagnn.api.runs import train_runs
 
     beside = {"dataset": "a", "models": ["wdgcn"], "strategies": ["sequential", "auto"],
               "options": {"batch_windows": 8, "threads": 2}}

@@ -311,20 +311,24 @@ def _first_column(table_text: str) -> list[str]:
 
 
 def test_strategy_table_is_the_registry():
-    from dynagnn.train.strategies import STRATEGIES
+    """What a run may name: the chooser (auto) and every registered strategy."""
+    from dynagnn.choose.request import strategy_names
 
+    names = strategy_names()
     listed = _first_column(_section(STRATEGIES_PAGE.read_text(), "The strategies"))
     assert len(listed) == len(set(listed)), "a strategy is listed twice"
-    assert sorted(set(listed) - set(STRATEGIES)) == [], "listed in docs/strategies.md but not registered"
-    assert sorted(set(STRATEGIES) - set(listed)) == [], "registered but not in docs/strategies.md's table"
+    assert sorted(set(listed) - set(names)) == [], "listed in docs/strategies.md but not registered"
+    assert sorted(set(names) - set(listed)) == [], "registered but not in docs/strategies.md's table"
 
 
 def test_every_strategy_option_and_shared_key_is_documented():
     from dynagnn.train.run_config import shared_fields
     from dynagnn.train.strategies import STRATEGIES
 
+    from dynagnn.choose.request import ChooserOptions
+
     named = {s for _, s in spans(STRATEGIES_PAGE)}
-    options = {k for cls in STRATEGIES.values() for k in cls.Options.declared()}
+    options = {k for cls in STRATEGIES.values() for k in cls.Options.declared()} | set(ChooserOptions.declared())
     assert sorted(options - named) == [], "strategy options docs/strategies.md does not name"
     assert sorted(set(shared_fields()) - named) == [], "shared train keys docs/strategies.md does not name"
     listed = _first_column(_section(STRATEGIES_PAGE.read_text(), "Options"))
@@ -338,7 +342,8 @@ def _rows(table_text: str) -> list[list[str]]:
 
 def test_the_options_table_says_who_takes_each_option():
     """The 'taken by' column of docs/strategies.md's options table is what the strategies declare
-    (`the tgnn family`: every strategy of that family)."""
+    (`the tgnn family`: every strategy of that family); the chooser's own options are taken by auto."""
+    from dynagnn.choose.request import AUTO, ChooserOptions
     from dynagnn.train.strategies import STRATEGIES
 
     wrong = []
@@ -349,7 +354,7 @@ def test_the_options_table_says_who_takes_each_option():
             item = item.strip()
             m = re.fullmatch(r"the (\w+) family", item)
             said |= {n for n, c in STRATEGIES.items() if c.family == m.group(1)} if m else {item}
-        takes = {n for n, c in STRATEGIES.items() if key in c.settable()}
+        takes = {n for n, c in STRATEGIES.items() if key in c.settable()} | ({AUTO} if key in ChooserOptions.declared() else set())
         if said != takes:
             wrong.append(f"{key}: the table says {sorted(said)}, the registry {sorted(takes)}")
     assert wrong == []
@@ -424,7 +429,8 @@ YAML_BLOCKS = [b for b in all_blocks() if b.lang == "yaml"]
 
 @pytest.mark.parametrize("block", YAML_BLOCKS, ids=[b.id for b in YAML_BLOCKS])
 def test_yaml_blocks_are_valid_config(block):
-    from dynagnn.config import load_yaml, validate
+    from dynagnn.api.runs import validate
+    from dynagnn.config import load_yaml
 
     cfg = load_yaml(block.text, block.id)
     assert isinstance(cfg, dict), f"{block.id}: a yaml block is a config fragment (a mapping)"
@@ -432,7 +438,7 @@ def test_yaml_blocks_are_valid_config(block):
 
 
 def test_a_wrong_key_is_caught():
-    from dynagnn.config import validate
+    from dynagnn.api.runs import validate
     from dynagnn.errors import ConfigError
 
     with pytest.raises(ConfigError, match="hiden"):
@@ -553,7 +559,8 @@ train:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A folder with edges.csv, the tiny config and the store ingested from them."""
-    from dynagnn.config import dataset_spec, load_config
+    from dynagnn.api.runs import load_config
+    from dynagnn.config import dataset_spec
     from dynagnn.data.ingest import ingest
 
     base = tmp_path_factory.mktemp("docs")

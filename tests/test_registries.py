@@ -2,8 +2,8 @@
 Snakemake validates against; the rules), these tests fail when the copy drifts from the source.
 
 - models: ``dynagnn.models.MODELS`` (the train runs: ``ALL_MODELS``, with the event and sampled models);
-- training keys and their defaults: the fields of ``dynagnn.train.run_config.TrainConfig`` and of every
-  registered strategy's ``Options`` (the schema file holds a copy of each option's schema);
+- training keys and their defaults: the fields of ``dynagnn.train.run_config.TrainConfig``, of every
+  registered strategy's ``Options`` and of the chooser's ``ChooserOptions`` (the schema file holds a copy of each option's schema);
 - analyses and their settings: ``dynagnn.analysis.stage.ANALYSES`` and ``AnalysisOptions``.
 """
 
@@ -45,12 +45,13 @@ def test_schema_lists_the_registered_models():
 def test_schema_train_section_is_trainconfig_and_the_strategies_options():
     """The schema file's train keys are TrainConfig's (defaults equal) and every registered strategy's
     options, each a copy of its Options field's schema (constraints, default and help)."""
+    from dynagnn.choose.request import ChooserOptions
     from dynagnn.train.run_config import TrainConfig
     from dynagnn.train.strategies import STRATEGIES
 
     props = {k: v for k, v in load_schema()["properties"]["train"]["properties"].items() if k != "runs"}
     fields = {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name != "options"}
-    options = {}
+    options = {key: ChooserOptions.json_schema(key) for key in ChooserOptions.declared()}   # the chooser's own
     for name, cls in STRATEGIES.items():
         for key in cls.Options.declared():
             fragment = cls.Options.json_schema(key)
@@ -59,7 +60,7 @@ def test_schema_train_section_is_trainconfig_and_the_strategies_options():
     want = set(fields) | set(options)
     assert set(props) == want, (f"only in the schema's train section: {sorted(set(props) - want)}; "
                                 f"only in TrainConfig or an Options: {sorted(want - set(props))}")
-    from dynagnn.train.run_config import DEFAULT_STRATEGY
+    from dynagnn.choose.request import DEFAULT_STRATEGY
 
     fields["strategy"] = DEFAULT_STRATEGY   # a config's run that names none: the chooser (TrainConfig's is a program's)
     for name, default in fields.items():

@@ -53,7 +53,7 @@ def release_freed_pages() -> bool:
     the free pages inside the heap, not only its top), so that a page resident afterwards is one a
     live block or a later write touched; False where the C library is not glibc. The memory model
     calls it before it counts a step's saved buffers by their resident pages
-    (:func:`dynagnn.train.memory_model.saved_bytes`): without it a buffer served from pages an earlier
+    (:func:`dynagnn.choose.memory_model.saved_bytes`): without it a buffer served from pages an earlier
     step had touched counts in full, and the count depends on what the process ran before."""
     libc = glibc()
     if libc is None:

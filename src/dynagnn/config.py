@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,24 +42,57 @@ def schema_node(key: str) -> dict:
     return node
 
 
+# What the layers above answer for the schema, each given by the module that owns it when it is
+# imported (this module imports none of them: they live above it and pull in torch). A registry's
+# names are the union of its providers' (the strategies' registry and the chooser both name strategies).
+_NAMES: dict[str, list] = {}      # registry -> [() -> names]
+_RESOLVERS: dict[str, list] = {}  # registry -> [(name) -> None or raises ConfigError]: a name loaded on first use
+_TRAIN_KEYS: list = []            # [() -> {key: JSON schema}]: the train section's keys beyond the file's copy
+
+
+def provide(registry: str, names, resolve=None) -> None:
+    """Answer the schema's ``x-registry: {registry: <registry>}`` keyword: ``names() -> iterable`` of
+    the names it holds, and ``resolve(name)`` (optional) to load one it does not hold yet (a model's
+    import path), raising ConfigError where it cannot. Called by the registry's own module."""
+    if names not in _NAMES.setdefault(registry, []):
+        _NAMES[registry].append(names)
+    if resolve is not None and resolve not in _RESOLVERS.setdefault(registry, []):
+        _RESOLVERS[registry].append(resolve)
+
+
+def provide_train_keys(schemas) -> None:
+    """``schemas() -> {key: JSON schema}``: train keys a registry declares (every strategy's options,
+    the chooser's), added to the train section where the schema file has no copy (a strategy
+    registered later: a plugin, a test). Called by the registry's own module."""
+    if schemas not in _TRAIN_KEYS:
+        _TRAIN_KEYS.append(schemas)
+
+
+def registry_names(registry: str) -> list[str]:
+    """The names of ``registry``, in its providers' order; ConfigError where no module provided it."""
+    if registry not in _NAMES:
+        raise ConfigError(f"the {registry} registry is not loaded: check configs through dynagnn.api.runs "
+                          "(or import the registry's module first)")
+    return list(dict.fromkeys(n for names in _NAMES[registry] for n in names()))
+
+
 def _registered(validator, registry, instance, schema):
-    """The ``x-registry`` keyword, ``{names: <module>.<mapping>, what: <one entry>, resolve: <module>.<function>}``:
-    a string value must be a key of that mapping, or one that ``resolve`` (optional) registers into it
-    without a ConfigError (a model's import path). The schema names the registry and it is imported only when a value
-    is checked: the registries live in layers above this one (models, train) and pull in torch."""
+    """The ``x-registry`` keyword, ``{registry: <name>, what: <one entry>}``: a string value must be
+    one of the registry's names (:func:`provide`), or one a resolver loads without a ConfigError."""
     if isinstance(instance, str):
-        module, _, attr = registry["names"].rpartition(".")
-        names = getattr(importlib.import_module(module), attr)
-        if instance not in names and registry.get("resolve"):   # a user's package.module:Class, loaded and checked
-            module, _, attr = registry["resolve"].rpartition(".")
+        names = registry_names(registry["registry"])
+        if instance in names:
+            return
+        resolvers = _RESOLVERS.get(registry["registry"], [])
+        if resolvers:   # a user's package.module:Class, loaded and checked
             try:
-                getattr(importlib.import_module(module), attr)(instance)
+                for resolve in resolvers:
+                    resolve(instance)
             except ConfigError as exc:
                 yield jsonschema.ValidationError(str(exc))
             return
-        if instance not in names:
-            yield jsonschema.ValidationError(f"unknown {registry['what']} {instance!r}{did_you_mean(instance, names)}; "
-                                             f"known: {', '.join(names)}")
+        yield jsonschema.ValidationError(f"unknown {registry['what']} {instance!r}{did_you_mean(instance, names)}; "
+                                         f"known: {', '.join(names)}")
 
 
 @functools.cache  # built once per kind: flags are checked one by one
@@ -97,20 +129,15 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
-def _train_keys():
-    """The router of train keys (:mod:`dynagnn.train.run_config`), imported when a config is checked:
-    it lives above this layer, beside the strategies whose options it knows."""
-    return importlib.import_module("dynagnn.train.run_config")
-
-
 def _with_options(schema: dict) -> dict:
-    """``schema`` with every registered strategy's options in the train section: the schema file holds a
-    copy of the built-in ones (for Snakemake), a strategy registered later (a plugin, a test) adds its
+    """``schema`` with every provided train key in the train section (:func:`provide_train_keys`): the
+    schema file holds a copy of the built-in ones (for Snakemake); a strategy registered later adds its
     own."""
     schema = copy.deepcopy(schema)
     props = schema["properties"]["train"]["properties"]
-    for key, fragment in _train_keys().option_schemas().items():
-        props.setdefault(key, fragment)
+    for schemas in _TRAIN_KEYS:
+        for key, fragment in schemas().items():
+            props.setdefault(key, fragment)
     return schema
 
 
@@ -161,161 +188,27 @@ def check_options(section: str, options: Any, where: str) -> None:
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
-    """Validate a config (a dict as read from YAML) and return a copy with the defaults filled in.
-
-    Raises ConfigError naming the first offending key and what was expected.
+    """Validate a config (a dict as read from YAML) against the schema, with the datasets' own rules,
+    and return a copy with the defaults filled in. The train section's runs, which need the
+    strategies' registry, are checked above this layer (:func:`dynagnn.api.runs.validate`, which calls
+    this first). Raises ConfigError naming the first offending key and what was expected.
     """
     cfg = copy.deepcopy(config) if config is not None else {}
-    given = dict((cfg.get("train") or {}) if isinstance(cfg.get("train"), dict) else {})  # before the defaults
     err = _first_error(_validator_class(fill_defaults=True)(_with_options(_schema())), cfg)
     if err is not None:
         raise ConfigError(_message(err))
     for name, spec in cfg["datasets"].items():
         check_dataset(name, spec)
-    check_train(cfg, given)
     for i, run in enumerate((cfg.get("schedule") or {}).get("runs") or []):
-        _check_run_dataset(cfg, run, f"schedule.runs.{i}")
+        check_run_dataset(cfg, run, f"schedule.runs.{i}")
     return cfg
 
 
-def _check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> None:
+def check_run_dataset(cfg: dict[str, Any], run: dict[str, Any], where: str) -> None:
+    """A run names a dataset of the config."""
     if run["dataset"] not in cfg["datasets"]:
         hint = did_you_mean(run["dataset"], cfg["datasets"])
         raise ConfigError(f"config key {where}.dataset: no dataset {run['dataset']!r}{hint}")
-
-
-def _strategies_of(section: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    return list(run.get("strategies") or [section.get("strategy", _train_keys().DEFAULT_STRATEGY)])
-
-
-def check_train(cfg: dict[str, Any], given: dict[str, Any] | None = None) -> None:
-    """Each run names a dataset of the config, and its options are keys of the train section with
-    values the schema allows (checked without filling defaults: a run states only what differs).
-    A key a run (or the section, ``given`` as written) sets must be one every run shares or an option
-    of at least one strategy it trains; it reaches only the strategies that take it."""
-    keys = _train_keys()
-    section = cfg.get("train", {})
-    runs = section.get("runs", [])
-    trained = {s for run in runs for s in _strategies_of(section, run)} or set(keys.STRATEGIES)
-    for key in given or {}:
-        if key != "runs" and key not in keys.shared_fields() and not any(
-                key in keys.strategy_class(s).settable() for s in trained):
-            raise ConfigError(keys.refusal(key, sorted(trained), f"config key train.{key}"))
-    for i, run in enumerate(runs):
-        where = f"train.runs.{i}"
-        _check_run_dataset(cfg, run, where)
-        check_options("train", run.get("options", {}), f"config key {where}.options")
-        strategies = _strategies_of(section, run)
-        _check_baselines(section, run, strategies, where)
-        for key in run.get("options", {}):
-            if key not in keys.shared_fields() and not any(key in keys.strategy_class(s).settable()
-                                                           for s in strategies):
-                raise ConfigError(keys.refusal(key, strategies, f"config key {where}.options.{key}"))
-    _check_one_run_per_folder(section)
-
-
-def _check_baselines(section: dict[str, Any], run: dict[str, Any], strategies: list[str], where: str) -> None:
-    """A baseline model name (EdgeBank) is scored by the strategies that build its task only."""
-    for model in run.get("models") or [section.get("model", "tgcn")]:
-        reason = _train_keys().baseline_refusal(model, strategies)
-        if reason:
-            raise ConfigError(f"config key {where}: {reason}")
-
-
-def _check_one_run_per_folder(section: dict[str, Any]) -> None:
-    """Two runs that would train into one folder (``<dataset>/<model>/<strategy>-<slot>``) with other
-    options: one would silently replace the other."""
-    seen: dict[tuple, tuple[int, dict]] = {}
-    for i, run in enumerate(section.get("runs", [])):
-        for r in train_runs({"train": {**section, "runs": [run]}}):
-            folder = (r["dataset"], r["model"], f"{r['strategy']}-{r['slot']}")
-            mine = {**r["options"], "seeds": r["seeds"]}   # a run with seeds is its seeds' folders
-            if folder in seen and seen[folder][1] != mine:
-                j, other = seen[folder]
-                differ = sorted(k for k in set(other) | set(mine) if other.get(k) != mine.get(k))
-                raise ConfigError(f"config key train.runs.{i}: trains {'/'.join(folder)} as train.runs.{j} does, "
-                                  f"with other {', '.join(differ)}: one run would replace the other; "
-                                  "give one of them another dataset, model, strategy or worker count")
-            seen.setdefault(folder, (i, mine))
-
-
-def keys_for(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The keys of ``options`` a run of ``strategy`` takes: the shared ones and its own options (what
-    the workflow passes to ``train --options``; a section's key for other strategies stays behind)."""
-    keys = _train_keys()
-    takes = set(keys.shared_fields()) | keys.strategy_class(strategy).settable()
-    return {k: v for k, v in options.items() if k in takes}
-
-
-def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (dataset, model, strategy, workers) the config trains, with its options: the shared keys
-    and the strategy's own, section defaults overridden by the run's (a key reaches only the
-    strategies that take it); ``threads`` per process (the run's option, else 1), ``slot`` (its
-    folder's suffix: ``2``, or ``1t2`` with threads), ``cores`` (workers × processes per worker ×
-    threads: what the compare rule pairs runs by) and ``seeds`` (the run's seeds: one job each into
-    ``seed-<k>/``; [] for one run of the section's seed).
-
-    An ``auto`` run (family auto: the chooser, which picks workers and threads itself) is one process
-    that may fill ``cores``: its option ``cores``, else the run's workers × threads (the hardware of the
-    strategies it runs beside); its slot is ``1t<cores>`` (``1`` on one core), its options name the
-    cores and neither workers nor threads (the library refuses them with auto)."""
-    keys = _train_keys()
-    section = cfg.get("train", {})
-    base = {k: v for k, v in section.items() if k != "runs"}
-    out = []
-    for run in section.get("runs", []):
-        opts = {**base, **run.get("options", {})}
-        for model in run.get("models") or [opts["model"]]:
-            for strategy in run.get("strategies") or [opts["strategy"]]:
-                cls = keys.strategy_class(strategy)
-                ppw = cls.procs_per_worker
-                threads = int(opts.get("threads") or 1)
-                for workers in run.get("workers") or [opts.get("workers", 1)]:
-                    w = int(workers)
-                    options = {**keys_for(strategy, opts), "model": model, "strategy": strategy, "workers": w}
-                    if cls.family == "auto":
-                        cores = int(opts.get("cores") or w * threads)
-                        options = {k: v for k, v in options.items() if k not in ("workers", "threads")}
-                        out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": 1,
-                                    "threads": cores, "slot": "1" if cores == 1 else f"1t{cores}", "cores": cores,
-                                    "seeds": [int(k) for k in run.get("seeds") or []],
-                                    "options": {**options, "cores": cores}})
-                        continue
-                    out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": w,
-                                "threads": threads, "slot": f"{w}" if threads == 1 else f"{w}t{threads}",
-                                "cores": w * ppw * threads, "seeds": [int(k) for k in run.get("seeds") or []],
-                                "options": options})
-    return out
-
-
-def schedule_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (dataset, model, workers) the schedule stage plans, with its window, hidden width and task
-    (whose training windows the plan covers).
-
-    ``schedule.runs`` null (the default): each distinct (dataset, model) of :func:`train_runs` whose
-    model the schedule plans (a snapshot model: the schema's ``schedule.runs`` models, not an event or
-    sampled one), with the window and hidden width of its first training run; else the listed pairs,
-    whose window and hidden default to the train section's."""
-    sched = cfg.get("schedule") or {}
-    workers = sched.get("workers", [2, 4])
-    section = cfg.get("train", {})
-    pairs: dict[tuple[str, str], dict[str, int]] = {}
-    if sched.get("runs") is None:
-        planned = set(schema_node("schedule.runs.items.models.items")["enum"])
-        for run in train_runs(cfg):
-            if run["model"] not in planned:
-                continue
-            opts = run["options"]
-            pairs.setdefault((run["dataset"], run["model"]), {"window": int(opts.get("window", 4)),
-                                                              "hidden": int(opts.get("hidden", 32)),
-                                                              "task": str(opts.get("task", "auto"))})
-    else:
-        for run in sched["runs"]:
-            for model in run["models"]:
-                pairs.setdefault((run["dataset"], model), {"window": int(run.get("window", section.get("window", 4))),
-                                                           "hidden": int(run.get("hidden", section.get("hidden", 32))),
-                                                           "task": str(section.get("task", "auto"))})
-    return [{"dataset": d, "model": m, "workers": int(w), **opts} for (d, m), opts in pairs.items() for w in workers]
 
 
 def check_dataset(name: str, spec: dict[str, Any]) -> None:
@@ -382,8 +275,9 @@ def load_yaml(text: str, path: str | Path = "<yaml>") -> Any:
         raise ConfigError(f"{path}: not valid YAML ({one_line(exc)})") from None
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Read a YAML config, merge ``overrides`` (as Snakemake's --config does) and validate it."""
+def read_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A YAML config as written, ``overrides`` merged in (as Snakemake's --config does), not validated
+    (:func:`dynagnn.api.runs.load_config` reads and validates it)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
@@ -391,7 +285,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> di
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")
     cfg.update(overrides or {})
-    return validate(cfg)
+    return cfg
 
 
 def dataset_spec(config: dict[str, Any], name: str) -> dict[str, Any]:

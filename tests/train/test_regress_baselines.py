@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dynagnn.config import validate
+from dynagnn.api.runs import validate
 from dynagnn.data.ingest import ingest
 from dynagnn.train.engine import TrainConfig, Trainer
 

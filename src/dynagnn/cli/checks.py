@@ -55,12 +55,15 @@ OUTPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
 
 
 def check_flags(args) -> None:
-    """Every given flag of the stage that stands for a config key, against that key's schema."""
-    from ..config import check_value
+    """Every given flag of the stage that stands for a config key, against that key's schema (a name of
+    a registry, a model's or a strategy's, against the registry: loaded where a flag gives one)."""
+    from ..config import check_value, schema_node
 
     for dest, key in FLAG_KEYS.get(args.stage, {}).items():
         value = getattr(args, dest, None)
         if value is not None:
+            if "x-registry" in str(schema_node(key)):
+                import dynagnn.choose.request  # noqa: F401  (provides the models' and strategies' names)
             check_value(key, value, _flag(dest))
 
 

@@ -264,7 +264,7 @@ def add_check_config(sub) -> None:
 
 
 def cmd_check_config(args) -> None:
-    from ..config import load_config
+    from ..api.runs import load_config
 
     import yaml
     print(yaml.safe_dump(load_config(args.config), sort_keys=False), end="")

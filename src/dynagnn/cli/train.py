@@ -83,10 +83,12 @@ TRAIN_FLAGS = ("model", "strategy", "task", "epochs", "window", "hidden", "lr", 
 
 def option_fields() -> dict[str, tuple[dict, list[str]]]:
     """Every option of the registered strategies: {key: (its JSON schema, the strategies that take it)},
-    in registry order."""
+    in registry order, then the chooser's own (taken by auto)."""
+    from ..choose.request import AUTO, ChooserOptions
     from ..train.run_config import option_schemas, takers
 
-    return {key: (schema, takers(key)) for key, schema in option_schemas().items()}
+    fields = {key: (schema, takers(key)) for key, schema in option_schemas().items()}
+    return {**fields, **{key: (ChooserOptions.json_schema(key), [AUTO]) for key in ChooserOptions.declared()}}
 
 
 def _flag_kind(schema: dict) -> dict:
@@ -130,11 +132,10 @@ def _json_object(text: str) -> dict:
 
 
 def cmd_train(args) -> None:
+    from ..api import train
+    from ..choose.request import DEFAULT_STRATEGY, request_of
     from ..config import check_options
     from ..report.figures import training_curves
-    from ..api import train
-    from ..train.engine import TrainConfig
-    from ..train.run_config import DEFAULT_STRATEGY
 
     options, names = {}, {}
     if args.options:
@@ -148,7 +149,7 @@ def cmd_train(args) -> None:
         if getattr(args, key, None) is not None:
             options[key], names[key] = getattr(args, key), _flag(key)
     options.setdefault("strategy", DEFAULT_STRATEGY)   # a run that names no strategy: the chooser
-    config = TrainConfig.from_dict(options, "--options", names)
+    config = request_of(options, "--options", names)
     check_device(config.device, "--device" if args.device else "--options device")
     if args.seeds:
         if "seed" in options:

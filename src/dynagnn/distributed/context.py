@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from dynagnn.distributed.environment import refuse_mismatch, under_torchrun
 from dynagnn.errors import DynagnnError
 
 
@@ -43,8 +44,6 @@ class DistContext:
         """The job's processes on this machine: under torchrun its ``LOCAL_WORLD_SIZE`` (a positive
         number), else the whole job (dynagnn's launcher starts every process on one machine; a
         stray variable in the shell is not torchrun's)."""
-        from dynagnn.distributed.launch import under_torchrun   # launch imports this module
-
         if under_torchrun():
             try:
                 return max(1, int(os.environ["LOCAL_WORLD_SIZE"]))
@@ -71,7 +70,5 @@ class DistContext:
         """The context of a plain one-process run (no process group). Refused (ConfigError, one line)
         where torchrun's variables, left in the shell, name a group of several processes: the user
         meant a job of that many, or did not mean them at all."""
-        from dynagnn.distributed.launch import refuse_mismatch
-
         refuse_mismatch(1, 1)
         return cls(device=torch.device(device))

@@ -22,43 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import keys_for
 from ..errors import ConfigError, InputError, did_you_mean
 from .strategies import measured
 
 COLUMNS = ["run", "strategy", "device", "epochs", "epoch_s", "speedup", "peak_memory_mb", "transfer_share",
            "first_layer_aggregations", "bytes_fed", "val_metric", "best_val", "test_at_best"]
-
-
-def study_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every run of the config's studies: study, dataset, model, variant, strategy, workers and the
-    full options (the train section's, then the study's, then the variant's, those its strategy takes),
-    in config order."""
-    section = {k: v for k, v in cfg.get("train", {}).items() if k != "runs"}
-    out = []
-    for study, spec in (cfg.get("studies") or {}).items():
-        for model in spec["models"]:
-            for variant, v in spec["variants"].items():
-                opts = keys_for(v["strategy"], {**section, **spec.get("options", {}), **v.get("options", {}),
-                                                "model": model, "strategy": v["strategy"]})
-                workers = int(opts.get("workers", 1))
-                out.append({"study": study, "dataset": spec["dataset"], "model": model, "variant": variant,
-                            "strategy": v["strategy"], "workers": workers, "options": {**opts, "workers": workers}})
-    return out
-
-
-def check_studies(cfg: dict[str, Any]) -> None:
-    """Each study names a dataset of the config, and its shared and variant options are train keys with
-    values the schema allows. ConfigError naming the key."""
-    from ..config import check_options
-
-    for study, spec in (cfg.get("studies") or {}).items():
-        where = f"config key studies.{study}"
-        if spec["dataset"] not in cfg["datasets"]:
-            raise ConfigError(f"{where}.dataset: no dataset {spec['dataset']!r}{did_you_mean(spec['dataset'], cfg['datasets'])}")
-        check_options("train", spec.get("options", {}), f"{where}.options")
-        for variant, v in spec["variants"].items():
-            check_options("train", v.get("options", {}), f"{where}.variants.{variant}.options")
 
 
 def run_config(metrics_path) -> dict[str, Any]:

@@ -276,7 +276,7 @@ def interleaved(cands, measure, rounds: int, more=None) -> dict:
     """Each candidate measured ``rounds`` + 1 times, interleaved (A B C A B C ...: load drift hits all
     alike), the first round (warm-up: matrices built, caches filled, first-call allocations) left out:
     {candidate: its ``rounds`` measurements}. The frame tuner's trials and the chooser's
-    (:mod:`dynagnn.train.strategies.auto`) both time this way. ``more(r) -> bool``, asked before each
+    (:mod:`dynagnn.choose.resolve`) both time this way. ``more(r) -> bool``, asked before each
     timed round r (from 1): False ends the rounds there (the chooser's time bound), every candidate
     with as many measurements as the others."""
     got: dict = {c: [] for c in cands}

@@ -46,6 +46,7 @@ import tempfile
 import time
 import warnings
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -343,14 +344,27 @@ def _unloadable(path: Path, exc: Exception) -> str:
 
 
 # The files of a training run's out-dir: what _train_here writes, and the CLI's figure beside them.
-RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "auto.json", "training.png",
-             "training.pdf")
-# Keys of a run's config that tune how it trains, not which run it is (the model, its widths and task,
-# the strategy and its options, the workers, the store): a finished run that differs only in them is
-# this run again, replaced with a warning naming them (the plan is a path: a temporary one for a plan
-# made at start).
-TUNING_KEYS = ("lr", "weight_decay", "epochs", "patience", "warmup_epochs", "seed", "device", "threads", "plan",
-               "memory_budget", "trial_share", "cores", "predictor")   # the last four: how auto chooses
+RUN_FILES = ("metrics.parquet", "timings.parquet", "comm.parquet", "model.pt", "training.png", "training.pdf")
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a layer above the engine records with a run it asked for (the chooser: dynagnn.choose).
+    ``identity``: the run as the user asked for it (``model``, ``strategy``, ``as_dict()``,
+    ``tuning_keys``), whose out-dir this is, where the engine trains ``config``; ``files``: {name:
+    bytes} published with the outputs, all or none; ``columns``: {name: value} of every row of
+    metrics.parquet, also in its metadata; ``replaces``: names of such files an earlier run in the
+    out-dir may have left, removed once this run's outputs are published (they were not this run's)."""
+
+    identity: object
+    files: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)
+    replaces: tuple = ()
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.files) + tuple(self.replaces)
+
+
 # Where a run's outputs go when its out-dir cannot take them (a full disk): this variable, else
 # <the system's temporary folder>/dynagnn-rescue.
 RESCUE_ENV = "DYNAGNN_RESCUE_DIR"
@@ -381,7 +395,7 @@ def _run_found(metrics: Path) -> dict | str:
 
 def _differences(found: dict, config: TrainConfig, checksum: str) -> tuple[list[str], list[str]]:
     """How the finished run ``found`` differs from this one, in words: (what makes it another run,
-    the :data:`TUNING_KEYS` that differ)."""
+    the config's ``tuning_keys`` that differ)."""
     new = json.loads(json.dumps(config.as_dict(), default=str))
     diffs = [f"{key} {found[key]} (this run: {value})" for key, value in
              (("model", config.model), ("strategy", config.strategy)) if found[key] != value]
@@ -395,24 +409,26 @@ def _differences(found: dict, config: TrainConfig, checksum: str) -> tuple[list[
         if key in ("model", "strategy") or old.get(key) == new.get(key):
             continue
         words = f"{key} {json.dumps(old.get(key))} (this run: {json.dumps(new.get(key))})"
-        (tuning if key in TUNING_KEYS else diffs).append(words)
+        (tuning if key in config.tuning_keys else diffs).append(words)
     return diffs, tuning
 
 
 def out_dir_refusal(out: str | Path, config: TrainConfig, checksum: str, overwrite: bool = False,
-                    resume: str | Path | None = None) -> str | None:
+                    resume: str | Path | None = None, extra: tuple[str, ...] = ()) -> str | None:
     """Why this run may not write its outputs into ``out``, or None; asked before it trains.
 
     ``out`` must be absent, empty, or a training run's out-dir (only :data:`RUN_FILES`, none of them a
     folder: :func:`dynagnn.atomic.folder_refusal`); a finished run there (its ``metrics.parquet``) of
-    another model, strategy, store or config (the :data:`TUNING_KEYS` aside: those are logged), or a
+    another model, strategy, store or config (the config's ``tuning_keys`` aside: those are logged), or a
     metrics.parquet no run wrote, is replaced only with ``overwrite``. Resuming from the run's own
-    model.pt continues it."""
+    model.pt continues it. ``extra``: the files of a :class:`Record` the run may find or write there.
+    ``config``: the run's identity (a TrainConfig, or a request a layer above resolves to one)."""
     out = Path(out)
-    reason = folder_refusal(out, RUN_FILES, "a training run's out-dir")
+    files = RUN_FILES + tuple(extra)
+    reason = folder_refusal(out, files, "a training run's out-dir")
     if reason:
         return reason
-    for name in RUN_FILES:
+    for name in files:
         reason = replace_refusal(out / name, "file")
         if reason:
             return reason
@@ -439,10 +455,10 @@ def out_dir_refusal(out: str | Path, config: TrainConfig, checksum: str, overwri
 
 
 def prepare_out_dir(out: str | Path, config: TrainConfig, checksum: str, overwrite: bool = False,
-                    resume: str | Path | None = None) -> None:
+                    resume: str | Path | None = None, extra: tuple[str, ...] = ()) -> None:
     """Refuse an out-dir this run may not write (:func:`out_dir_refusal`, ConfigError) and remove the
     temporaries a killed run left in it; before training starts."""
-    reason = out_dir_refusal(out, config, checksum, overwrite, resume)
+    reason = out_dir_refusal(out, config, checksum, overwrite, resume, extra)
     if reason:
         raise ConfigError(reason)
     _remove_stale(out)
@@ -508,13 +524,14 @@ def _publish(out: Path, writers: dict) -> None:
 
 
 def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, resume, progress, checked=False,
-                overwrite=False, auto=None):
+                overwrite=False, record: Record | None = None):
     """One process's share of :func:`train`; rank 0 writes the outputs, once every worker finished its
     training (:func:`_job_succeeded`), and returns the frames. ``checked``: the launcher checked the run
     and the out-dir; else (one process, torchrun's) rank 0 checks the out-dir here, before training,
-    and every rank stops on its refusal. ``auto``: the chooser's choice this run trains
-    (:class:`~dynagnn.train.strategies.auto.Choice`): the run is the auto run in the out-dir."""
-    identity = auto.requested if auto is not None else config
+    and every rank stops on its refusal. ``record``: what the layer that asked for the run records
+    with it (:class:`Record`)."""
+    identity = record.identity if record is not None else config
+    extra = record.names() if record is not None else ()
     trainer = Trainer(store_path, config, progress, ctx, Comm(ctx) if ctx is not None else None, checked=checked)
     if resume:
         trainer.load_checkpoint(resume)
@@ -522,7 +539,7 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
     if not checked:
         reason = None
         if trainer.ctx.is_main:
-            reason = out_dir_refusal(out, identity, trainer.store.checksum, overwrite, resume)
+            reason = out_dir_refusal(out, identity, trainer.store.checksum, overwrite, resume, extra)
             if reason is None:
                 _remove_stale(out)
         reason = trainer.comm.broadcast_object(reason)
@@ -535,11 +552,10 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
     meta = {"model": config.model, "strategy": identity.strategy, "task": trainer.task.name,
             "workers": str(trainer.ctx.world_size), "config": json.dumps(identity.as_dict(), default=str)}
     files = {}
-    if auto is not None:   # the choice recorded: in the table (a column, and its metadata) and auto.json
-        metrics = metrics.assign(auto_choice=auto.label)
-        meta["auto_choice"] = auto.label
-        report = json.dumps(auto.report, indent=1, default=str).encode()
-        files["auto.json"] = lambda tmp: tmp.write_bytes(report)
+    if record is not None:
+        metrics = metrics.assign(**record.columns)
+        meta.update({k: str(v) for k, v in record.columns.items()})
+        files = {name: (lambda tmp, data=data: tmp.write_bytes(data)) for name, data in record.files.items()}
     checksum = trainer.store.checksum
     model_bytes = _checkpoint_bytes(trainer.checkpoint())
     comm = trainer.comm_table
@@ -547,37 +563,38 @@ def _train_here(ctx: DistContext | None, store_path, out, config: TrainConfig, r
                    "timings.parquet": lambda tmp: write_parquet(timings, tmp, checksum, meta),
                    "comm.parquet": lambda tmp: write_parquet(comm, tmp, checksum, meta),
                    "model.pt": lambda tmp: tmp.write_bytes(model_bytes), **files})
-    if auto is None:   # an earlier auto run's choice is not this run's (the compare figure reads it)
-        (out / "auto.json").unlink(missing_ok=True)
+    for name in record.replaces if record is not None else ():
+        (out / name).unlink(missing_ok=True)
     return metrics, timings
 
 
 def train(store_path: str | Path, out: str | Path, config: TrainConfig, resume: str | Path | None = None,
-          progress: bool = True, overwrite: bool = False, auto=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+          progress: bool = True, overwrite: bool = False, record: Record | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train and write ``metrics.parquet``, ``timings.parquet``, ``comm.parquet`` and ``model.pt``
     under ``out``; on ``config.workers`` processes (or torchrun's) when that is more than one.
     Returns rank 0's (metrics, timings); None on the other ranks of a torchrun job. A job of several
     processes is checked here, before any starts (:func:`check_run`, and the out-dir:
     :func:`prepare_out_dir`); a one-process run checks the model it trains and the out-dir before it
     trains. ``overwrite``: replace a finished run of another model, strategy, store or config in
-    ``out`` (``train --overwrite``). ``auto``: the choice of an auto run that ``config`` trains
-    (:func:`dynagnn.train.strategies.auto.resolve`, which :func:`dynagnn.api.train` calls first)."""
+    ``out`` (``train --overwrite``). ``record``: what the layer that asked for the run records with it
+    (:class:`Record`: the chooser's request and report)."""
     overwrite = bool(overwrite)
-    if config.strategy == "auto":
-        raise ConfigError("the auto strategy is resolved before training: train it through dynagnn.api.train "
-                          "(dynagnn train, dynagnn.fit), which chooses the candidate the engine trains")
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(f"the engine trains a TrainConfig of a registered strategy, not a {type(config).__name__}: "
+                          "a run that names the chooser trains through dynagnn.api.train (dynagnn train, dynagnn.fit)")
     if config.model in BASELINE_MODELS:   # EdgeBank: scored, not trained
         from dynagnn.train.edgebank_run import run_edgebank
 
         return run_edgebank(store_path, out, config, overwrite, resume)
     ppw = config.strategy_cls.procs_per_worker
     if under_torchrun():
-        return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite, auto,
+        return launch(_train_here, 1, store_path, out, config, resume, progress, False, overwrite, record,
                       device=config.device, threads=config.threads, procs_per_worker=ppw)[0]
     if config.workers * ppw == 1:
-        return _train_here(None, store_path, out, config, resume, progress, False, overwrite, auto)
+        return _train_here(None, store_path, out, config, resume, progress, False, overwrite, record)
     store = open_store(store_path)
     check_run(config.strategy_cls(config), store, config.workers)
-    prepare_out_dir(out, auto.requested if auto is not None else config, store.checksum, overwrite, resume)
-    return launch(_train_here, config.workers, store_path, out, config, resume, progress, True, overwrite, auto,
+    prepare_out_dir(out, record.identity if record is not None else config, store.checksum, overwrite, resume,
+                    record.names() if record is not None else ())
+    return launch(_train_here, config.workers, store_path, out, config, resume, progress, True, overwrite, record,
                   device=config.device, threads=config.threads, procs_per_worker=ppw)[0]

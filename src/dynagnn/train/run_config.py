@@ -21,24 +21,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dynagnn.config import check_options, check_schema, provide_train_keys
 from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.options import Options
 from dynagnn.train.strategies import STRATEGIES, strategy_class
 
 
-# The strategy of a run that names none (``dynagnn train``, a config's run, ``dynagnn.fit``): the chooser.
-# TrainConfig's own default stays ``sequential``: a program that builds a config trains what it names,
-# and the engine trains one strategy (auto is resolved above it, by ``dynagnn.api.train``).
-DEFAULT_STRATEGY = "auto"
-
-
 @dataclass
-class TrainConfig:
-    """The keys every run shares (each a key of the config's ``train`` section) and the strategy's
-    ``options`` (None: its defaults)."""
+class RunKeys:
+    """The keys every run shares but its strategy (each a key of the config's ``train`` section): what
+    a :class:`TrainConfig` trains and what a request of the chooser (:mod:`dynagnn.choose`) asks for."""
 
     model: str = "tgcn"
-    strategy: str = "sequential"
     task: str = "auto"
     hidden: int = 32
     window: int = 4
@@ -56,6 +50,24 @@ class TrainConfig:
     seed: int = 0
     workers: int = 1
     graph_input: str = "xh"
+
+    # what a finished run in the out-dir may differ by and still be this run, replaced with a warning
+    # naming them (the plan is a path: a temporary one for a plan made at start)
+    tuning_keys = ("lr", "weight_decay", "epochs", "patience", "warmup_epochs", "seed", "device", "threads", "plan")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The flat keys of this run (shared, the strategy's name and its options), as a config writes them."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "options"}
+        return {**out, **dataclasses.asdict(self.options)}
+
+
+@dataclass
+class TrainConfig(RunKeys):
+    """The keys every run shares, its strategy (a registered one: the engine trains it) and the
+    strategy's ``options`` (None: its defaults). A program that builds one trains what it names
+    (``sequential`` by default); a run that names the chooser is resolved above the engine."""
+
+    strategy: str = "sequential"
     options: Options | None = None
 
     def __post_init__(self):
@@ -74,7 +86,6 @@ class TrainConfig:
         the keys in an error (``--options``, ``config key train.runs.0.options``); ``names`` maps a key
         to how the user gave it (a flag: ``--frame-size``); ``validate`` False routes the keys without
         checking their values (a program's own config, as the dataclass takes it)."""
-        from dynagnn.config import check_options, check_schema
 
         d = dict(d)
         shared_keys = shared_fields()
@@ -106,11 +117,6 @@ class TrainConfig:
         dataclass's constructor takes them): ``TrainConfig.of(strategy="frames", frame_size=4)``."""
         return cls.from_dict(keys, where="TrainConfig", validate=False)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The flat keys of this run (shared and the strategy's options), as a config writes them."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "options"}
-        return {**out, **dataclasses.asdict(self.options)}
-
     def fingerprint(self, store_checksum: str, in_dim: int) -> str:
         """What must match for a checkpoint to be loadable into this run: model shape, task, data."""
         keys = {"model": self.model, "task": self.task, "hidden": self.hidden, "in_dim": in_dim,
@@ -121,8 +127,13 @@ class TrainConfig:
 
 
 def shared_fields() -> tuple[str, ...]:
-    """The keys of :class:`TrainConfig` (every run's)."""
-    return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name != "options")
+    """The keys of :class:`TrainConfig` (every run's, its strategy's name included)."""
+    return ("strategy",) + run_keys()
+
+
+def run_keys() -> tuple[str, ...]:
+    """The keys of :class:`RunKeys` (every run's but the strategy)."""
+    return tuple(f.name for f in dataclasses.fields(RunKeys))
 
 
 def option_schemas() -> dict[str, dict]:
@@ -146,19 +157,20 @@ def takers(key: str) -> list[str]:
     return sorted(name for name, c in STRATEGIES.items() if key in c.settable())
 
 
+provide_train_keys(lambda: option_schemas())
+
+
 def refusal(key: str, strategies: list[str], label: str | None = None, where: str | None = None) -> str:
     """Why ``key`` cannot be set on a run of ``strategies`` (a run's, or the config's), in one line:
     the strategy's own reason where it gives one (``refuses``), else who takes the key; a key nobody
     takes is unknown to ``where`` (the schema's words for a key it does not have)."""
     label = label or key
-    reason = strategy_class(strategies[0]).refuses.get(key) if len(strategies) == 1 else None
+    one = len(strategies) == 1 and strategies[0] in STRATEGIES
+    reason = strategy_class(strategies[0]).refuses.get(key) if one else None
     if reason:
         return f"{label}: {reason}"
     who = takers(key)
     trains = f"this run trains {', '.join(strategies)}" if len(strategies) < 4 else "no strategy of the runs takes it"
-    if who and strategies == ["auto"]:
-        return (f"{label}: an option of {', '.join(who)} only; auto chooses the strategy and its options itself: "
-                f"name one of those strategies to set it")
     if who:
         return f"{label}: an option of {', '.join(who)}; {trains}"
     fixers = [name for name, c in STRATEGIES.items() if key in c.fixed]
@@ -181,7 +193,7 @@ def baseline_refusal(model: str, strategies) -> str | None:
     from dynagnn.models.baselines import BASELINE_MODELS
     from dynagnn.train.edgebank_run import SCORED_BY
 
-    other = [s for s in strategies if s not in SCORED_BY and s != "auto"]   # auto scores it by one of them
+    other = [s for s in strategies if s not in SCORED_BY and s in STRATEGIES]   # the chooser scores it by one of them
     if model not in BASELINE_MODELS or not other:
         return None
     return f"{model} trains nothing and is scored by the strategy {' or '.join(SCORED_BY)}, not {', '.join(other)}"

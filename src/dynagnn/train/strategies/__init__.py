@@ -1,5 +1,8 @@
 """Training strategies: where the windows, snapshots or vertices of a step go (one module each).
 
+The chooser (``auto``) is not one of them: it lives above training (:mod:`dynagnn.choose`) and hands
+the engine the config of the strategy it chose.
+
 :data:`STRATEGIES` maps the names the workflow uses to classes; :func:`strategy_class` looks one up,
 :func:`register` adds one (each class declares its ``Options`` and what it serves: ``base.py``), and
 :func:`workflow_family` answers the workflow's questions about one.
@@ -19,8 +22,6 @@
   baselines ``tgnn_depcomm`` (per-occurrence fetch of the owner-updated memory) and
   ``tgnn_depcache`` (replicated memory, writes all-gathered), and ``tgnn_hash``, ``tgnn_range`` (Sven with
   the memory hashed or split by id ranges instead of Re-FlexBiCut).
-- ``auto``: the chooser (``auto.py``): enumerates the others, predicts, times the best few on real
-  steps of the run and trains the fastest that fits the memory budget; it trains nothing itself.
 - ``sampled``: BGL's sampled training of a static GNN (graphsage, gcn) through a two-level feature
   cache, seeds in proximity-aware order, isolated stages, seeds partitioned by BGL's BFS blocks; its
   baselines ``sampled_nocache``, ``sampled_static`` (PaGraph) and ``sampled_random`` (random order).
@@ -28,8 +29,8 @@
 
 from __future__ import annotations
 
+from dynagnn.config import provide
 from dynagnn.errors import ConfigError, did_you_mean
-from dynagnn.train.strategies.auto import Auto
 from dynagnn.train.strategies.base import Run, Strategy
 from dynagnn.train.strategies.events import EventStrategy
 from dynagnn.train.strategies.frames import Frames
@@ -43,8 +44,10 @@ from dynagnn.train.strategies.vertex import VertexPartition
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
                                                                    GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
                                                                    Sampled, SampledNoCache, SampledStatic, SampledRandom,
-                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange,
-                                                                   Auto)}
+                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange)}
+
+
+provide("strategies", lambda: STRATEGIES)
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -67,8 +70,7 @@ def register(cls: type[Strategy]) -> type[Strategy]:
 def serving_strategies(model_cls: type, contract) -> list[str]:
     """The registered strategies that can train the snapshot model ``model_cls`` with ``contract``
     (what the contract check found), in registry order."""
-    return [name for name, cls in STRATEGIES.items()
-            if name != "auto" and cls.model_refusal(model_cls, contract) is None]   # auto trains none itself
+    return [name for name, cls in STRATEGIES.items() if cls.model_refusal(model_cls, contract) is None]
 
 
 def workflow_family(name: str) -> dict:

@@ -140,7 +140,7 @@ class Strategy:
     procs_per_worker = 1
     needs_plan = False
     gpu_only = False
-    baseline_of: str | None = None   # the strategy this one is a paper's baseline of (auto leaves it out)
+    baseline_of: str | None = None   # the strategy this one is a paper's baseline of (the chooser leaves it out)
     figure: str | None = None
 
     def __init__(self, config, options: Options | None = None):
@@ -258,7 +258,7 @@ class Strategy:
         if kind in ("sampled", "event"):
             from dynagnn.train.strategies import STRATEGIES
 
-            names = [n for n, cls in STRATEGIES.items() if kind in cls.models and n != "auto"]   # auto trains none
+            names = [n for n, cls in STRATEGIES.items() if kind in cls.models]
             what = {"sampled": "a static GNN trained on sampled blocks (BGL)",
                     "event": "an event model (TGN, JODIE, APAN)"}[kind]
             raise ConfigError(f"model: {name!r} is {what}, which the {self.name} strategy does not train; the "

@@ -1,6 +1,6 @@
 """Trials: real training steps of a candidate configuration, timed without touching the run (issue 30).
 
-The chooser (:mod:`dynagnn.train.strategies.auto`) times its best candidates on the run's own data
+The chooser (:mod:`dynagnn.choose.resolve`) times its best candidates on the run's own data
 before training. A trial builds its own trainer for the candidate (the same seed, so the same initial
 weights), runs a warm-up step and then ``steps`` steps spread evenly over the epoch's steps, each
 timed on every process (a kept trainer's later rounds without the warm-up step), and returns the
@@ -29,7 +29,7 @@ import torch
 from dynagnn.distributed.launch import launch
 from dynagnn.timing import current_rss_bytes
 from dynagnn.train.engine import Trainer, caller_state_kept
-from dynagnn.train.run_config import TrainConfig, shared_fields
+from dynagnn.train.run_config import TrainConfig, run_keys
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ class Trial:
         return statistics.median(self.step_seconds) * self.steps_per_epoch
 
 
-def candidate_config(config: TrainConfig, strategy: str, workers: int, threads: int, options: dict) -> TrainConfig:
-    """``config``'s shared keys with another strategy, worker count, thread count and options (the
+def candidate_config(config, strategy: str, workers: int, threads: int, options: dict) -> TrainConfig:
+    """``config``'s shared keys (a request's, or a TrainConfig's) with another strategy, worker count, thread count and options (the
     candidate's; the run's own strategy options do not carry over)."""
-    shared = {f: getattr(config, f) for f in shared_fields()}
+    shared = {f: getattr(config, f) for f in run_keys()}
     return TrainConfig.from_dict({**shared, "strategy": strategy, "workers": int(workers), "threads": int(threads),
                                   **options}, where="auto candidate")
 

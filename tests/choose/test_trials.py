@@ -7,10 +7,11 @@ import torch
 
 from dynagnn import api
 from dynagnn.train.engine import Trainer
+from dynagnn.choose.request import Request
 from dynagnn.train.run_config import TrainConfig
-from dynagnn.train.trials import _picks, candidate_config, run_trial
+from dynagnn.choose.trials import _picks, candidate_config, run_trial
 
-from .conftest import small_store
+from tests.train.conftest import small_store
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +56,18 @@ def test_training_after_trials_is_training_without_them(store, tmp_path):
 
 
 def test_a_candidate_of_two_processes_runs_as_its_own_job(store):
-    cfg = candidate_config(TrainConfig.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
+    cfg = candidate_config(Request.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
     trial = run_trial(store, cfg, steps=2)
     assert len(trial.step_seconds) == 2 and all(t > 0 for t in trial.step_seconds)
     assert trial.steps_per_epoch > 0 and trial.peak_bytes >= 0
 
 
 def test_the_chooser_times_real_candidates(store):
-    from dynagnn.train.strategies.auto import Candidate, choose, trial_candidates
+    from dynagnn.choose.candidates import Candidate
+    from dynagnn.choose.resolve import trial_candidates
+    from dynagnn.choose.rule import choose
 
-    cfg = TrainConfig.of(model="tgcn", hidden=5, window=3)
+    cfg = Request.of(model="tgcn", hidden=5, window=3)
     cands = [Candidate("sequential", 1, 1), Candidate("frames", 1, 1, (("frame_size", 2),))]
     seconds, peak = trial_candidates(store, cfg, cands, steps=2, rounds=1)
     assert set(seconds) == set(cands) and all(s > 0 for s in seconds.values())
@@ -72,7 +75,7 @@ def test_the_chooser_times_real_candidates(store):
 
 
 def test_kept_trials_build_each_trainer_once_and_leave_the_process_as_it_was(store, monkeypatch, tmp_path):
-    from dynagnn.train import trials
+    from dynagnn.choose import trials
 
     built, steps_run = [], {}
     real = trials._build
@@ -104,12 +107,12 @@ def test_kept_trials_build_each_trainer_once_and_leave_the_process_as_it_was(sto
 
 
 def test_a_job_of_several_processes_runs_all_its_rounds_at_once(store, monkeypatch):
-    from dynagnn.train import trials
+    from dynagnn.choose import trials
 
     jobs = []
     real = trials.launch
     monkeypatch.setattr(trials, "launch", lambda *a, **k: jobs.append(a[1]) or real(*a, **k))
-    cfg = candidate_config(TrainConfig.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
+    cfg = candidate_config(Request.of(model="tgcn", hidden=5, window=3), "vertex", 2, 1, {})
     live = trials.Trials(store, steps=2, rounds=3)
     got = [live.measure("vertex", cfg) for _ in range(3)]
     assert jobs == [2]                                            # one job of 2 workers for the 3 rounds

@@ -2,6 +2,7 @@
 same initial weights as a run that names that candidate, its choice in auto.json and metrics.parquet;
 the predictions' terms against their formulas; the bad inputs refused in one line with nothing written."""
 
+import dataclasses
 import json
 import logging
 
@@ -12,13 +13,15 @@ from scipy.stats import spearmanr
 
 from dynagnn import api
 from dynagnn.errors import ConfigError
-from dynagnn.train.predict import Base, STEP_SYNC_SECONDS, communication, predict, spearman
+from dynagnn.choose.predict import Base, STEP_SYNC_SECONDS, communication, predict, spearman
+from dynagnn.choose.candidates import Candidate
+from dynagnn.choose.clock import TRIAL_MARGIN, TRIAL_ROUNDS, TRIAL_STEPS, pick_trials
+from dynagnn.choose.request import Request, parse_budget
 from dynagnn.train.run_config import TrainConfig
-from dynagnn.train.strategies.auto import TRIAL_MARGIN, TRIAL_ROUNDS, TRIAL_STEPS, Candidate, parse_budget, pick_trials
 
 from tests.conftest import DEVICES
 
-from .conftest import small_store
+from tests.train.conftest import small_store
 
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
 
@@ -32,7 +35,7 @@ def store(tmp_path_factory):
 def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, device):
     caplog.set_level(logging.INFO, logger="dynagnn")
     # a share that times them all (two epochs of this tiny run would time none: test_a_share_too_small...)
-    auto = TrainConfig.of(strategy="auto", device=device, trial_share=1000.0, **TINY)
+    auto = Request.of(device=device, trial_share=1000.0, **TINY)
     metrics, _ = api.train(store, tmp_path / "auto", auto, progress=False)
     doc = json.loads((tmp_path / "auto" / "auto.json").read_text())
     row = next(r for r in doc["candidates"] if r["chosen"])
@@ -65,9 +68,10 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
 
 
 def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_prediction(store):
-    from dynagnn.train.strategies.auto import TIE, resolve
+    from dynagnn.choose.resolve import resolve
+    from dynagnn.choose.rule import TIE
 
-    choice = resolve(store, TrainConfig.of(strategy="auto", cores=2, **TINY))   # 2 epochs: a share of ms
+    choice = resolve(store, Request.of(cores=2, **TINY))   # 2 epochs: a share of ms
     rep = choice.report
     assert rep["chosen_by"] == "prediction" and rep["trial_seconds_total"] < 0.05
     rows = [r for r in rep["candidates"] if r["predicted_seconds"] is not None]
@@ -82,7 +86,7 @@ def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_predicti
 
 
 def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_the_prediction(store, monkeypatch):
-    from dynagnn.train.strategies import auto
+    from dynagnn.choose import resolve as auto
 
     def trials(store_path, config, tried, *, steps, rounds, measure, failed, clock):
         for c in tried:   # the plain loop fails; the share's clock turns every other one away
@@ -93,7 +97,7 @@ def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_t
                 failed[c] = "not timed: the share"
         return {}, {}
     monkeypatch.setattr(auto, "trial_candidates", trials)
-    rep = auto.resolve(store, TrainConfig.of(strategy="auto", cores=2, trial_share=100.0, **TINY)).report
+    rep = auto.resolve(store, Request.of(cores=2, trial_share=100.0, **TINY)).report
     rows = {r["label"]: r for r in rep["candidates"]}
     assert rep["chosen_by"] == "prediction"
     chosen = next(r for r in rows.values() if r["chosen"])
@@ -106,8 +110,8 @@ def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_t
 def test_the_engine_refuses_an_unresolved_auto(store, tmp_path):
     from dynagnn.train.engine import train
 
-    with pytest.raises(ConfigError, match="resolved before training"):
-        train(store, tmp_path / "x", TrainConfig.of(strategy="auto", **TINY))
+    with pytest.raises(ConfigError, match="the engine trains a TrainConfig of a registered strategy, not a Request"):
+        train(store, tmp_path / "x", Request.of(**TINY))
     assert not (tmp_path / "x").exists()
 
 
@@ -119,7 +123,7 @@ def test_the_engine_refuses_an_unresolved_auto(store, tmp_path):
 ])
 def test_a_bad_budget_is_one_line_and_nothing_is_written(store, tmp_path, budget, words):
     with pytest.raises(ConfigError) as e:
-        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", memory_budget=budget, **TINY))
+        api.train(store, tmp_path / "run", Request.of(memory_budget=budget, **TINY))
     assert str(e.value) == words and not (tmp_path / "run").exists()
 
 
@@ -130,23 +134,39 @@ def test_sizes():
 
 def test_a_budget_no_candidate_fits_names_the_smallest(store, tmp_path):
     with pytest.raises(ConfigError) as e:
-        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", memory_budget=1024, **TINY))
+        api.train(store, tmp_path / "run", Request.of(memory_budget=1024, **TINY))
     msg = str(e.value)
     assert msg.startswith("memory budget 0.0 MiB (--memory-budget) fits no candidate; the smallest, ") and \
         msg.endswith("give at least that (--memory-budget)") and "\n" not in msg
     assert not (tmp_path / "run").exists()
 
 
-def test_an_option_of_one_family_with_auto_names_the_family():
+def test_an_option_of_one_family_is_carried_to_the_candidates_that_take_it(store):
+    """A strategy's option given to auto narrows the choice to the strategies that take it, at that value
+    (it is not one auto varies); a key no candidate takes is refused in one line; one at its default is
+    no request at all."""
+    from dynagnn.choose.candidates import chosen_config, plain_model, run_candidates
+    from dynagnn.choose.request import request_of
+    from dynagnn.data.store import open_store
+
+    req = request_of({"strategy": "auto", "frame_size": 4, "tbptt": None, **TINY}, "--options")
+    assert req.carried == {"frame_size": 4}
+    s = open_store(store)
+    cands = run_candidates(s, dataclasses.replace(req, options=dataclasses.replace(req.options, cores=2)),
+                           plain_model(s, req))
+    runnable = {c.strategy for c in cands if c.reason is None}
+    assert runnable and runnable <= {"frames", "group_frames"}
+    assert all(chosen_config(req, c).options.frame_size == 4 for c in cands if c.reason is None)
+    assert all(c.reason == f"{c.strategy} takes no frame_size (given to auto)" for c in cands
+               if c.strategy in ("sequential", "vertex", "group"))
     with pytest.raises(ConfigError) as e:
-        TrainConfig.from_dict({"strategy": "auto", "frame_size": 4}, "--options")
-    assert str(e.value) == ("--options frame_size: an option of frames, group_frames only; auto chooses the strategy "
-                            "and its options itself: name one of those strategies to set it")
+        request_of({"strategy": "auto", "frame_sise": 4}, "--options")
+    assert str(e.value).startswith("--options: unknown key 'frame_sise' (did you mean 'frame_size'?)")
 
 
 def test_workers_and_threads_are_auto_s_to_choose(store, tmp_path):
     with pytest.raises(ConfigError, match=r"workers 2 with --strategy auto \(the default\): auto chooses the workers"):
-        api.train(store, tmp_path / "run", TrainConfig.of(strategy="auto", workers=2, **TINY))
+        api.train(store, tmp_path / "run", Request.of(workers=2, **TINY))
     assert not (tmp_path / "run").exists()
 
 
@@ -155,7 +175,7 @@ def test_a_store_too_small_for_several_processes_trains_on_one(tmp_path, caplog)
     # windows of one snapshot: too short for BLAD's groups and ESDG's split; EvolveGCN-H's weights evolve
     # from every vertex, so the vertex split cannot serve it either
     tiny = small_store(tmp_path / "tiny.zarr", num_snapshots=6)
-    cfg = TrainConfig.of(strategy="auto", model="evolvegcn_h", hidden=4, window=1, epochs=1)
+    cfg = Request.of(model="evolvegcn_h", hidden=4, window=1, epochs=1)
     metrics, _ = api.train(tiny, tmp_path / "run", cfg, progress=False)
     doc = json.loads((tmp_path / "run" / "auto.json").read_text())
     chosen = next(r for r in doc["candidates"] if r["chosen"])
@@ -214,7 +234,7 @@ def test_frames_measured_at_start_save_their_seconds_per_snapshot_step():
 
 
 def test_the_epoch_s_snapshot_steps():
-    from dynagnn.train.predict import model_steps_per_epoch
+    from dynagnn.choose.predict import model_steps_per_epoch
 
     assert model_steps_per_epoch([0, 1, 2, 5, 9], window=3, carry=False) == 1 + 2 + 3 + 3 + 3
     assert model_steps_per_epoch(range(7), window=3, carry=True) == 7
@@ -224,11 +244,11 @@ def test_the_frames_measurement_times_each_size_and_leaves_the_model_and_streams
     import torch
 
     from dynagnn.data.store import open_store
-    from dynagnn.train.predict import frame_seconds
-    from dynagnn.train.strategies.auto import plain_model
+    from dynagnn.choose.predict import frame_seconds
+    from dynagnn.choose.candidates import plain_model
 
     s = open_store(store)
-    cfg = TrainConfig.of(strategy="auto", **TINY)
+    cfg = Request.of(**TINY)
     model = plain_model(s, cfg)
     before = [p.detach().clone() for p in model.parameters()]
     torch.manual_seed(11)
@@ -278,9 +298,9 @@ def test_the_trials_take_the_plain_loop_and_the_best_predicted_within_the_share(
 
 def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot_take(store):
     from dynagnn.data.store import open_store
-    from dynagnn.train.strategies.auto import plain_model, candidates, run_refusal
+    from dynagnn.choose.candidates import candidates, plain_model, run_refusal
 
-    cfg = TrainConfig.of(strategy="auto", sequence="carry", **TINY)
+    cfg = Request.of(sequence="carry", **TINY)
     s = open_store(store)
     cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, plain_model(s, cfg)))
     reasons = {c.label(): c.reason for c in cands}
@@ -291,7 +311,7 @@ def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot
 def test_an_event_model_chooses_among_the_event_strategies_and_fit_loads_it(tmp_path):
     import dynagnn
 
-    from .test_events import event_store
+    from tests.train.test_events import event_store
 
     ev = event_store(tmp_path / "ev.zarr")
     result = dynagnn.fit(ev, model="tgn", epochs=1, out=tmp_path / "run", memory_dim=8, time_dim=8, event_batch=100)
@@ -305,16 +325,16 @@ def test_a_class_other_processes_cannot_import_keeps_auto_to_one_process(store, 
     from dynagnn.data.store import open_store
     from dynagnn.models import register_model
     from dynagnn.models.tgcn import TGCN
-    from dynagnn.train.strategies.auto import candidates, plain_model, run_refusal
+    from dynagnn.choose.candidates import candidates, plain_model, run_refusal
 
     Local = type("LocalCell", (TGCN,), {"__module__": __name__, "__qualname__": "f.<locals>.LocalCell"})
     name = f"{__name__}:f.<locals>.LocalCell"
     register_model(Local, name=name)
-    cfg = TrainConfig.of(**{**TINY, "model": name}, strategy="auto")
+    cfg = Request.of(**{**TINY, "model": name})
     s = open_store(store)
     cands = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, cfg, plain_model(s, cfg)))
     # the importable T-GCN's candidates of several processes that could run now cannot, for that reason
-    plain = TrainConfig.of(strategy="auto", **TINY)
+    plain = Request.of(**TINY)
     before = candidates("snapshot", cores=2, window=3, refusal=run_refusal(s, plain, plain_model(s, plain)))
     could = {c for c in before if c.processes > 1 and c.reason is None}
     assert could and all("is defined in a function, which other processes cannot import" in c.reason
@@ -327,7 +347,7 @@ def test_auto_is_the_default_of_every_front():
 
     import dynagnn
     from dynagnn.config import load_schema
-    from dynagnn.train.run_config import DEFAULT_STRATEGY
+    from dynagnn.choose.request import DEFAULT_STRATEGY
 
     assert DEFAULT_STRATEGY == "auto"
     assert inspect.signature(dynagnn.fit).parameters["strategy"].default == DEFAULT_STRATEGY

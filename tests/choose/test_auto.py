@@ -8,7 +8,10 @@ import pytest
 from dynagnn.errors import ConfigError
 from dynagnn.models import check_contract, model_class
 from dynagnn.train.strategies import STRATEGIES
-from dynagnn.train.strategies.auto import SPLITTERS, Candidate, TrialClock, candidates, choose, trial_candidates
+from dynagnn.choose.candidates import SPLITTERS, Candidate, candidates
+from dynagnn.choose.clock import TrialClock
+from dynagnn.choose.resolve import trial_candidates
+from dynagnn.choose.rule import choose
 
 
 def _refusal(model):
@@ -82,7 +85,7 @@ def test_a_budget_no_candidate_fits_names_the_smallest():
 
 
 def test_trials_interleave_drop_the_warm_up_and_scale_to_the_epoch():
-    from dynagnn.train.trials import Trial
+    from dynagnn.choose.trials import Trial
 
     order = []
     times = {A: [9.0, 1.0, 1.2, 1.0], B: [9.0, 0.5, 0.4, 0.6], C: [0.1, 0.1, 0.1, 0.1]}
@@ -105,7 +108,7 @@ def test_trials_interleave_drop_the_warm_up_and_scale_to_the_epoch():
 def test_the_trials_share_is_held_as_it_is_spent():
     """A slow warm-up round leaves out a candidate the plan had room for, and a second timed round that
     would not fit is not run; the plain loop is timed whatever its cost."""
-    from dynagnn.train.trials import Trial
+    from dynagnn.choose.trials import Trial
 
     t = [0.0]
     took = {A: [1.0, 0.4, 0.4], B: [2.0, 0.4, 0.4], C: [0.5, 0.1, 0.1]}   # B's build ran 1 s over its plan
@@ -136,7 +139,7 @@ def test_the_trials_share_is_held_as_it_is_spent():
 
 
 def test_the_trials_clock_judges_a_round_by_the_last_and_gives_back_a_failed_trial():
-    from dynagnn.train.trials import Trial
+    from dynagnn.choose.trials import Trial
 
     t = [0.0]
 
@@ -177,13 +180,13 @@ def test_the_trials_clock_judges_a_round_by_the_last_and_gives_back_a_failed_tri
 def test_the_strategies_own_checks_give_the_reasons(tmp_path):
     from dynagnn.data.store import open_store
     from dynagnn.models import build_model
-    from dynagnn.train.run_config import TrainConfig
-    from dynagnn.train.strategies.auto import run_refusal
+    from dynagnn.choose.candidates import run_refusal
+    from dynagnn.choose.request import Request
 
-    from .conftest import small_store
+    from tests.train.conftest import small_store
 
     store = open_store(small_store(tmp_path / "s.zarr", num_snapshots=12))
-    cfg = TrainConfig.of(model="wdgcn", hidden=5, window=1)
+    cfg = Request.of(model="wdgcn", hidden=5, window=1)
     why = run_refusal(store, cfg, build_model("wdgcn", store.feature_dim(), 5))
     cands = candidates("snapshot", cores=2, window=1, refusal=why)
     reasons = {(c.strategy, c.workers): c.reason for c in cands}
@@ -195,7 +198,7 @@ def test_the_strategies_own_checks_give_the_reasons(tmp_path):
 
 
 def test_the_report_and_the_log_line():
-    from dynagnn.train.strategies.auto import report, summary_line
+    from dynagnn.choose.rule import report, summary_line
 
     refused = Candidate("snapshot", 1, reason="its GCN runs inside the recurrence")
     cands = [A, B, C, refused]
@@ -212,7 +215,7 @@ def test_the_report_and_the_log_line():
 
 def test_a_candidate_whose_trial_fails_is_left_out_with_its_reason():
     from dynagnn.distributed.context import DistError
-    from dynagnn.train.trials import Trial
+    from dynagnn.choose.trials import Trial
 
     calls = []
 

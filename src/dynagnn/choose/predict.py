@@ -5,7 +5,7 @@ so that where it ranks candidates wrongly the note can say which term misled it:
 
 - **base**: the epoch of the plain one-process loop of the run's model kind (``sequential`` for a
   snapshot model, ``events`` for an event model, ``sampled`` for a sampled one), timed on real steps
-  of this run at 1 thread and at the cores' count (the chooser's :class:`~dynagnn.train.trials.Trials`, whose kept trainers
+  of this run at 1 thread and at the cores' count (the chooser's :class:`~dynagnn.choose.trials.Trials`, whose kept trainers
   then serve these candidates' trials); another thread count is read off Amdahl's law through the
   two (``E(t) = E(1)·(s + (1 - s)/t)``). This is the profile at start that the group strategy makes
   for a model with no operator list, taken at the level of whole steps: it includes the head, the
@@ -131,7 +131,7 @@ class Base:
 
 
 def predict(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
-    """The predicted epoch seconds of ``candidate`` (an :class:`~dynagnn.train.strategies.auto.Candidate`)
+    """The predicted epoch seconds of ``candidate`` (a :class:`~dynagnn.choose.candidates.Candidate`)
     from ``base``: compute, then communication (module docstring)."""
     if base.gpu:   # each worker's GPU does its share; the threads only feed it
         compute = base.epoch(candidate.threads) / candidate.workers
@@ -215,14 +215,14 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     tuner's rule); the aggregation share, the overlap rates of frames and the vertex split's halo of
     a sample of snapshots. ``model``: the run's model, built (its parameters and GCN layers are
     counted); ``measure(candidate) -> Trial``: the next round of a candidate's trial (the chooser's
-    :class:`~dynagnn.train.trials.Trials`, which keeps these trainers for the candidates' trials);
+    :class:`~dynagnn.choose.trials.Trials`, which keeps these trainers for the candidates' trials);
     ``cands``: the one-process candidates to time instead of the plain loop (the plain loop over the
     memory budget: one that fits, its options' factor divided out); ``frame_sizes``: the frame sizes
     among the candidates, whose saving :func:`frame_seconds` measures at each thread count timed."""
     from dynagnn.models import model_kind
     from dynagnn.schedule.tuner import interleaved
-    from dynagnn.train.strategies.auto import PLAIN, Candidate, chosen_config
-    from dynagnn.train.trials import epoch_seconds_of
+    from dynagnn.choose.candidates import PLAIN, Candidate, chosen_config
+    from dynagnn.choose.trials import epoch_seconds_of
 
     kind = model_kind(config.model)
     if not cands:
@@ -313,7 +313,7 @@ def _snapshot_terms(store, config, model, cores: int) -> dict:
     from dynagnn.cost.step_times import model_step_times
     from dynagnn.graph.overlap import overlap_rate, split_frame
     from dynagnn.models import find_gcn_layers
-    from dynagnn.train.strategies.auto import FRAME_SIZES
+    from dynagnn.choose.candidates import FRAME_SIZES
 
     sample = _sample(store)
     edges = [store.edges(t) for t in sample]

@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from dynagnn.data.store import open_store
-from dynagnn.train.memory_model import (MeasureError, _storages, activation_bytes, measure_peak_bytes, measured_snapshot,
-                                        memory_terms, predict_peak_bytes, saved_bytes, step_snapshots)
+from dynagnn.choose.memory_measure import MeasureError, _storages, measure_peak_bytes, measured_snapshot, saved_bytes
+from dynagnn.choose.memory_model import activation_bytes, memory_terms, predict_peak_bytes, step_snapshots
 from dynagnn.train.run_config import TrainConfig
 
 from tests.conftest import DEVICES
 
-from .conftest import small_store
+from tests.train.conftest import small_store
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_one_run_s_candidates_share_their_measurements(store, monkeypatch):
     """A memo shared by a run's candidates measures the model once per strategy and frame size: the
     terms are those of a prediction without it, and the candidates that differ only in workers,
     threads or checkpoint blocks do not measure again."""
-    import dynagnn.train.memory_model as mm
+    import dynagnn.choose.memory_model as mm
 
     s = open_store(store)
     configs = [cfg(), cfg(threads=2), cfg(checkpoint_blocks=2), cfg(strategy="vertex", workers=2),
@@ -128,7 +128,7 @@ def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
     a feeder's own tensors) and the static features, the parameters and a step's tensors; the host's
     snapshots, the load's transients, the heap's slack and the task's host arrays are not in it; the
     CUDA libraries' workspaces are (measured where a GPU is)."""
-    from dynagnn.train.memory_model import cuda_workspace_bytes
+    from dynagnn.choose.memory_model import cuda_workspace_bytes
     from dynagnn.train.transfer import SnapshotFeeder, load_host_snapshots
 
     s = open_store(store)
@@ -153,7 +153,7 @@ def test_a_failing_measurement_is_an_error_not_a_hang(store):
 def test_a_buffer_counts_its_resident_pages():
     """An untouched 64 MiB buffer (glibc maps it: no page is resident until written) costs the
     resident set nothing; written, all of it."""
-    from dynagnn.train.memory_model import resident_bytes
+    from dynagnn.choose.memory_measure import resident_bytes
 
     t = torch.empty(16 * 2 ** 20, dtype=torch.float32)
     st = t.untyped_storage()
@@ -172,7 +172,7 @@ def test_the_partitions_an_epoch_keeps_are_those_the_engine_builds(store, model)
 
     from dynagnn.models import build_model
     from dynagnn.train.frame_engine import FrameEngine, reuses_ax
-    from dynagnn.train.memory_model import built_partitions
+    from dynagnn.choose.memory_model import built_partitions
     from dynagnn.train.transfer import host_snapshot
 
     s = open_store(store)
@@ -194,7 +194,7 @@ def test_the_partitions_an_epoch_keeps_are_those_the_engine_builds(store, model)
 
 
 def test_a_carried_sequence_s_first_epoch_builds_every_frame_s_partition():
-    from dynagnn.train.memory_model import built_partitions
+    from dynagnn.choose.memory_model import built_partitions
 
     # disjoint frames: every one finds its entries missing in the first epoch; a frame of one has none
     got = built_partitions({"ends": list(range(7)), "window": 7, "carry": True}, window=1, S=3,
@@ -205,7 +205,7 @@ def test_a_carried_sequence_s_first_epoch_builds_every_frame_s_partition():
 RELEASED = """
 import torch
 from dynagnn.allocator import keep_freed_heap, release_freed_pages
-from dynagnn.train.memory_model import resident_bytes
+from dynagnn.choose.memory_measure import resident_bytes
 assert keep_freed_heap()
 block = torch.ones(4 * 2 ** 20 // 4)     # 4 MiB: under the mmap threshold, served by the heap
 guard = torch.ones(2 ** 20 // 4)          # after it: the freed block is a free chunk, not the heap's top
@@ -234,7 +234,7 @@ def test_released_free_pages_are_no_longer_resident():
 
 
 def test_a_gpu_run_s_activations_are_measured_on_its_gpu_where_the_process_has_one():
-    from dynagnn.train.memory_model import measuring_device
+    from dynagnn.choose.memory_measure import measuring_device
 
     assert measuring_device(cfg()) == torch.device("cpu")
     on_gpu = cfg(device="cuda")
@@ -244,7 +244,7 @@ def test_a_gpu_run_s_activations_are_measured_on_its_gpu_where_the_process_has_o
 def test_frames_cut_finer_build_the_tuner_s_partitions_once_across_windows():
     """A frame of S = 4 cut into partitions of 2 (the tuner's S_per): windows sliding by one share
     their partitions, each built once; a frame of 3 ends in a partition of one."""
-    from dynagnn.train.memory_model import built_partitions
+    from dynagnn.choose.memory_model import built_partitions
 
     got = built_partitions({"ends": [3, 4, 5]}, window=4, S=4, needs={"parts"}, reused=False, s_per=2)
     assert got == {(0, 2), (2, 2), (1, 2), (3, 2), (4, 2)}
@@ -256,7 +256,7 @@ def test_a_partition_s_bytes_are_counted_from_what_the_engine_holds(store):
     """The measured bytes per nnz of a frame's snapshots that its partitions hold: under a CSR's 12
     (int64 column, float32 value) and its row offsets where the snapshots share edges (the shared
     part is held once), 20 more on a directed store, whose backward builds each transposed Â."""
-    from dynagnn.train.memory_model import measured_frames
+    from dynagnn.choose.memory_measure import measured_frames
     from tests.train.conftest import small_store
 
     s = open_store(store)

@@ -1,0 +1,289 @@
+"""``--strategy auto`` (issue 30): a request resolved into the run of the chosen candidate.
+
+:func:`resolve` turns a :class:`~dynagnn.choose.request.Request` into the run of the chosen candidate:
+the candidates enumerated (:mod:`dynagnn.choose.candidates`), each one's epoch predicted
+(:mod:`dynagnn.choose.predict`) and its peak memory (:mod:`dynagnn.choose.memory_model`), the best
+predicted that fit the budget timed within the trials' share (:func:`~dynagnn.choose.clock.trial_plan`,
+and :class:`~dynagnn.choose.clock.TrialClock` as it is spent: a bound), the fastest measured chosen
+(:func:`~dynagnn.choose.rule.choose`); where the share could time none beside the plain loop (a run of
+a few seconds), the fastest predicted of one process. :func:`trial_candidates` times candidates on real
+steps of the run (:mod:`dynagnn.choose.trials`), interleaved as the frame tuner's trials are
+(:func:`dynagnn.schedule.tuner.interleaved`). The API (:func:`dynagnn.api.train`) calls it before
+training and hands the engine the chosen config with the report (``auto.json``) to publish beside the
+metrics; a group candidate's plan is made by the API's ``planned``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+
+from dynagnn.choose.candidates import (PLAIN, Candidate, check_run, chosen_config, plain_model,  # noqa: F401
+                                       run_candidates)
+from dynagnn.choose.clock import BASE_ROUNDS, TRIAL_ROUNDS, TRIAL_STEPS, TrialClock, trial_plan
+from dynagnn.choose.request import REPORT_FILE, parse_budget
+from dynagnn.choose.rule import _mib, choose, report, summary_line
+from dynagnn.errors import ConfigError, one_line
+from dynagnn.train.strategies.frames import runs_frames
+
+log = logging.getLogger("dynagnn")
+
+
+def trial_candidates(store_path, config, cands: list[Candidate], *, steps: int = 4, rounds: int = 2,
+                     measure=None, failed: dict | None = None,
+                     clock: TrialClock | None = None) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+    """({candidate: predicted epoch seconds}, {candidate: peak bytes}) of the candidates that can run,
+    each timed ``rounds`` times on ``steps`` real steps after a warm-up round, interleaved; an epoch's
+    seconds are the per-step medians over the rounds, summed and scaled to the epoch's step count (the
+    frame tuner's :func:`~dynagnn.schedule.tuner.trial_seconds`). ``measure(candidate) -> Trial``
+    replaces the real trial (tests inject timings). A candidate whose trial fails (a worker dies, a
+    strategy's error) is left out, its one-line reason in ``failed``: the run trains another.
+    ``clock``: the trials' share as it is spent (:class:`TrialClock`); a candidate it cannot afford is
+    left out with that reason in ``failed``, and the rounds end early where the last round's seconds
+    would pass the share."""
+    from dynagnn.schedule.tuner import interleaved
+    from dynagnn.choose.trials import Trials
+
+    runnable = [c for c in cands if c.reason is None]
+    failed = {} if failed is None else failed
+    asked: set = set()
+
+    def guarded(c: Candidate, measure):
+        if c in failed:
+            return None
+        if clock is not None and c not in asked:
+            asked.add(c)
+            why = clock.refusal(c)
+            if why is not None:
+                failed[c] = why
+                log.info("auto: %s %s", c.label(), why)
+                return None
+        try:
+            return measure(c)
+        except Exception as exc:   # noqa: BLE001 (a strategy's step may raise anything: the run trains another)
+            failed[c] = f"its trial failed: {one_line(exc)}"
+            log.warning("auto: %s %s", c.label(), failed[c])
+            if clock is not None:
+                clock.refund(c)
+            return None
+    if measure is None:
+        with Trials(store_path, steps, rounds + 1) as live:   # the tuner's rounds and its warm-up round
+            trials = interleaved(runnable, lambda c: guarded(c, lambda c: live.measure(c, chosen_config(config, c))),
+                                 rounds, clock.more if clock else None)
+    else:
+        trials = interleaved(runnable, lambda c: guarded(c, measure), rounds, clock.more if clock else None)
+    return _epochs({c: got for c, got in trials.items() if c not in failed})
+
+
+def _epochs(trials: dict) -> tuple[dict[Candidate, float], dict[Candidate, float]]:
+    """({candidate: epoch seconds}, {candidate: peak bytes}) of each candidate's timed rounds
+    (:func:`dynagnn.choose.trials.epoch_seconds_of`)."""
+    from dynagnn.choose.trials import epoch_seconds_of
+
+    return ({c: epoch_seconds_of(got) for c, got in trials.items()},
+            {c: max(t.peak_bytes for t in got) for c, got in trials.items()})
+
+
+
+def free_memory(device: str) -> float:
+    """The device's free memory in bytes: MemAvailable on a CPU, the allocator's free memory on a GPU."""
+    if device.startswith("cuda"):
+        import torch
+
+        return float(torch.cuda.mem_get_info(torch.device(device))[0])
+    import os
+
+    from dynagnn.timing import proc_bytes
+
+    available = proc_bytes("/proc/meminfo", "MemAvailable")
+    return float(available if available is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+
+@dataclass
+class Choice:
+    """A resolved ``auto`` run: the config the engine trains (the chosen candidate's), the run's own
+    config (its identity in the out-dir), ``auto.json``'s content and the log line."""
+
+    config: object
+    requested: object
+    report: dict
+    line: str
+
+    @property
+    def label(self) -> str:
+        return self.report["chosen"]
+
+
+
+def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
+    """Each candidate's predicted peak bytes (:func:`dynagnn.choose.memory_model.predict_peak_bytes`),
+    one prediction per strategy, worker count and options (a process's memory is not its threads')."""
+    import torch
+
+    from dynagnn.choose.memory_model import predict_peak_bytes
+
+    by: dict[tuple, float] = {}
+    memo: dict = {}
+    for c in cands:
+        key = (c.strategy, c.workers, c.options)
+        if key not in by:
+            by[key] = float(predict_peak_bytes(store, chosen_config(config, c), memo))
+    if config.device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.empty_cache()   # the measurements' blocks back to the device: the trials size their caches by free memory
+    return {c: by[(c.strategy, c.workers, c.options)] for c in cands}
+
+
+
+class TrialConfigs(dict):
+    """Each candidate's config for its trials, made once: a group candidate's plan made by ``planned``
+    once per worker count (with_plan's file is ``plan-<workers>.json``) and shared by the others."""
+
+    def __init__(self, config, planned):
+        super().__init__()
+        self.config, self.planned, self.plans = config, planned, {}
+
+    def __missing__(self, c: Candidate):
+        cfg = chosen_config(self.config, c)
+        if self.planned is not None and cfg.strategy_cls.needs_plan and c.workers in self.plans:
+            cfg.options = dataclasses.replace(cfg.options, plan=self.plans[c.workers])
+        elif self.planned is not None:
+            cfg = self.planned(cfg)
+            if cfg.strategy_cls.needs_plan and getattr(cfg.options, "plan", None):
+                self.plans[c.workers] = cfg.options.plan
+        self[c] = cfg
+        return cfg
+
+
+
+def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: int = TRIAL_ROUNDS) -> Choice:
+    """The :class:`Choice` of the auto run ``config`` on ``store_path`` (module docstring).
+    ``planned(config) -> config``: the config with a plan where its strategy trains by one (the
+    API's :func:`~dynagnn.api.with_plan`); trials of a group candidate need it."""
+    from dynagnn.data.store import open_store
+    from dynagnn.distributed.launch import available_cores
+    from dynagnn.choose.predict import DEFAULT_LINK, measure_base, predict, spearman, with_predictor
+    from dynagnn.choose.trials import Trials
+
+    o = config.options
+    budget = parse_budget(o.memory_budget)
+    t0 = time.perf_counter()
+    store = open_store(store_path)
+    model = plain_model(store, config)
+    cores = int(o.cores or available_cores())
+    cands = run_candidates(store, config, model)
+    runnable = [c for c in cands if c.reason is None]
+    if not runnable:
+        reasons = "; ".join(sorted({f"{c.strategy}: {c.reason}" for c in cands}))
+        raise ConfigError(f"auto: no strategy can train {config.model} on this store ({reasons})")
+    if budget is None:
+        budget_used, budget_from = free_memory(config.device), "free memory"
+    else:
+        budget_used, budget_from = budget, "--memory-budget"
+    peak = peaks(store, config, runnable)
+    fits = [c for c in runnable if peak[c] <= budget_used]
+    if not fits:
+        smallest = min(runnable, key=peak.get)
+        raise ConfigError(f"memory budget {_mib(budget_used)} ({budget_from}) fits no candidate; the smallest, "
+                          f"{smallest.label()}, needs {_mib(peak[smallest])}: give at least that (--memory-budget)")
+    multi = [c for c in cands if c.processes > 1]
+    if multi and not any(c.processes > 1 for c in fits):
+        first = next(c for c in multi if c.reason) if any(c.reason for c in multi) else multi[0]
+        log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
+                 first.label(), first.reason or "over the memory budget")
+    # the plain loop's trainers kept for its trials too, as many trainers as the budget holds at once
+    with Trials(store_path, steps, rounds + 1, budget=budget_used) as live:
+        configs = TrialConfigs(config, planned)
+
+        def measure(c):
+            return live.measure(c, configs[c], peak.get(c, 0.0))
+        one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
+        plain = [c for c in one if c.plain]
+        base = measure_base(store, config, model, cores, measure, max(rounds, BASE_ROUNDS), cands=plain or one[:1] or None,
+                            frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
+                                         if runs_frames(c.strategy)})
+        link = DEFAULT_LINK
+        if o.predictor:   # the profile stage's cost model and channel costs for this device
+            base, link = with_predictor(base, o.predictor, store, config)
+        predicted = {c: predict(c, base, link) for c in fits}
+        expected = min(predicted.values()) * int(config.epochs)
+        share_s = float(o.trial_share) * expected
+        planned_trials = (trial_plan(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
+                                     frame_build_s=base.frame_build_seconds, gpu=base.gpu)
+                          if len(fits) > 1 else {})
+        tried = list(planned_trials)
+        t_trials = time.perf_counter()
+        failed: dict[Candidate, str] = {}
+        if not tried:   # one candidate, or a share that times none: the prediction chooses among one process's
+            # (a prediction of several processes leaves out their start and their contention: only a trial
+            # picks one, unless no candidate of one process fits)
+            seconds = {c: predicted[c] for c in ([c for c in fits if c.processes == 1] or fits)}
+            measured_peak = {}
+        else:   # all interleaved again, the plain loop's trainers warm: no phase's load favours one
+            clock = TrialClock(share_s, planned_trials, [c for c in tried if c.plain])
+            seconds, measured_peak = trial_candidates(store_path, config, tried, steps=steps, rounds=rounds,
+                                                      measure=measure, failed=failed, clock=clock)
+            if not seconds and clock.refused:   # the plain loop's trial failed and the share timed no other:
+                for c in clock.refused:         # the prediction chooses among those whose trial did not fail
+                    failed.pop(c)
+                seconds = {c: predicted[c] for c in fits if c.processes == 1 and c not in failed}
+                tried = []
+        trial_s = time.perf_counter() - t_trials
+    if not seconds:
+        raise ConfigError("auto: no candidate's trial ran: " + "; ".join(f"{c.label()}: {w}" for c, w in failed.items()))
+    chosen, why = choose(seconds, {c: peak[c] for c in seconds}, budget_used)
+    why.update(failed)
+    for c in runnable:
+        if c not in seconds and c not in why:
+            why[c] = (f"predicted peak {_mib(peak[c])} over the budget {_mib(budget_used)}" if c not in fits else
+                      f"predicted {predicted[c]:.3g} s/epoch, not among the best predicted the trials' share could time"
+                      if tried else f"predicted {predicted[c]:.3g} s/epoch; several processes are chosen only on a "
+                      f"trial, and the trials' share ({share_s:.2g} s) could time none")
+    rep = report(cands, seconds, measured_peak, chosen, why, budget_used)
+    for row, c in zip(rep["candidates"], cands):
+        row["predicted_seconds"] = predicted.get(c)
+        row["predicted_peak_bytes"] = peak.get(c)
+        row["trial_seconds"] = seconds.get(c) if c in seconds and tried else None
+        if not tried:   # the seconds it was chosen by are predictions, not a trial's
+            row["epoch_seconds"] = None
+    timed = [c for c in tried if c in seconds]
+    rep.update({"memory_budget_from": budget_from, "cores": cores, "device": config.device,
+                "trial_share": float(o.trial_share), "expected_training_seconds": expected,
+                "chosen_by": "trials" if tried else "prediction",
+                "trial_seconds_total": trial_s, "resolve_seconds_total": time.perf_counter() - t0,
+                "spearman_predicted_vs_trials": (spearman([predicted[c] for c in timed], [seconds[c] for c in timed])
+                                                 if len(timed) > 2 else None),   # two points always rank ±1
+                "base": {"seconds_by_threads": {str(k): v for k, v in base.seconds.items()}, "steps": base.steps,
+                         "agg_share": base.agg_share, "fwd_share": base.fwd_share, "link": link.to_dict(),
+                         "predictor": o.predictor,
+                         "trainer_build_seconds": base.build_seconds,
+                         "frame_engine_build_seconds": base.frame_build_seconds}})
+    line = summary_line(seconds, chosen, cands)
+    if len(fits) == 1:   # nothing else could run: its epoch is the prediction, not a trial's
+        line += " (predicted: the one candidate, not timed)"
+    elif not tried:
+        line += (f" (predicted: the trials' share of the run, {share_s:.2g} s, could time none beside the plain "
+                 "loop's measurement)")
+    # the config its trials ran (a group candidate's plan: trained by the plan it was timed with)
+    return Choice(configs.get(chosen) or chosen_config(config, chosen), config, rep, line)
+
+
+def previous_choice(out, config) -> Choice | None:
+    """The choice a run in ``out`` made (its ``auto.json``), for ``--resume``: trained again as chosen,
+    without new trials; None when ``out`` has none."""
+    import json
+    from pathlib import Path
+
+    path = Path(out) / REPORT_FILE
+    if not path.is_file():
+        return None
+    try:
+        rep = json.loads(path.read_text())
+        row = next(r for r in rep["candidates"] if r["chosen"])
+        cand = Candidate.from_row(row)
+    except (ValueError, KeyError, StopIteration, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path}: not an auto.json a run wrote ({type(exc).__name__}); resume names a strategy "
+                          "instead, or train anew") from None
+    return Choice(chosen_config(config, cand), config, rep, f"auto: resuming {cand.label()} as {path} chose it")
