@@ -9,7 +9,7 @@ try:
     from dynagnn.api.runs import train_runs as _train_runs
     from dynagnn.api.runs import validate as _dynagnn_validate
     from dynagnn.errors import ConfigError as _ConfigError
-    from dynagnn.train.strategies import workflow_family as _workflow_family
+    from dynagnn.api.runs import workflow_family as _workflow_family
 except ImportError:  # e.g. --sdm conda with a main environment that lacks dynagnn: the schema check remains
     _dynagnn_validate = None
     _ANALYSES, _NEEDS_EVENTS = (), ()  # and no analysis targets: their list is the library's
@@ -93,7 +93,7 @@ def dask_flags(wildcards):
 NO_EVENTS = ("as733", "pyg-temporal-json", "synthetic")
 
 def family(strategy):
-    """What the library says of a strategy (dynagnn.train.strategies.workflow_family): its family of
+    """What the library says of a strategy (dynagnn.api.runs.workflow_family): its family of
     strategies compared side by side, processes per worker, whether it trains by a plan, its figure and
     the model contracts it trains. No name tuples here: a newly registered strategy needs no rule."""
     return _workflow_family(strategy)

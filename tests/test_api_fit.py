@@ -330,7 +330,7 @@ def test_a_main_class_is_refused_on_several_workers(store):
 
 def test_a_class_made_with_type_in_an_importable_module_is_refused_on_several_workers(store):
     """Its module imports, but no name in it leads to the class: every worker would fail to import it."""
-    from dynagnn.api.fit import _fit_config, _model_name, _refuse_unimportable
+    from dynagnn.api.fitting import _fit_config, _model_name, _refuse_unimportable
 
     cell = type("MadeGRU", (GRUCell,), {})
     assert cell.__module__ == __name__ and not hasattr(sys.modules[__name__], "MadeGRU")

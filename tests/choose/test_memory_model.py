@@ -128,7 +128,7 @@ def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
     a feeder's own tensors) and the static features, the parameters and a step's tensors; the host's
     snapshots, the load's transients, the heap's slack and the task's host arrays are not in it; the
     CUDA libraries' workspaces are (measured where a GPU is)."""
-    from dynagnn.choose.memory_model import cuda_workspace_bytes
+    from dynagnn.choose.memory_measure import cuda_workspace_bytes
     from dynagnn.train.transfer import SnapshotFeeder, load_host_snapshots
 
     s = open_store(store)

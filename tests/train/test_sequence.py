@@ -173,7 +173,7 @@ def test_a_pyg_temporal_regress_store_carries_by_default_and_refuses_what_carry_
     ({"strategy": "snapshot", "model": "wdgcn", "sequence": "window", "tbptt": 2}, "tbptt cuts a carried sequence"),
     ({"strategy": "frames", "sequence": "window", "tbptt": 2}, "tbptt cuts a carried sequence"),
     ({"strategy": "group_frames"}, "group_frames trains windows only; for a carried sequence use frames"),
-    ({"strategy": "events", "model": "tgn"}, "an option of auto, blad_even, blad_nm, frames, group, sequential, "
+    ({"strategy": "events", "model": "tgn"}, "an option of blad_even, blad_nm, frames, group, sequential, "
                                              "snapshot, vertex; this run trains events"),
 ])
 def test_what_carry_cannot_do_is_refused_in_one_line(stores, kw, message):

@@ -9,7 +9,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from dynagnn.api.plan_at_start import with_plan
+from dynagnn.api.plan import with_plan
 from dynagnn.errors import ConfigError
 
 log = logging.getLogger("dynagnn")

@@ -19,6 +19,7 @@ from dynagnn.config import validate as validate_schema
 from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.run_config import baseline_refusal, refusal, shared_fields
 from dynagnn.train.strategies import strategy_class
+from dynagnn.train.strategies import workflow_family as registry_family
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
@@ -36,10 +37,20 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> di
     return validate(read_config(path, overrides))
 
 
+def workflow_family(strategy: str) -> dict:
+    """What the workflow asks of a strategy a run names (``rules/common.smk``): the registry's answer
+    (:func:`dynagnn.train.strategies.workflow_family`), and the chooser's: family auto, one process
+    that may fill its cores, no plan of its own, drawn in the compare figure of its pick, every model."""
+    if strategy == AUTO:
+        return {"family": AUTO, "procs_per_worker": 1, "needs_plan": False, "figure": None,
+                "models": ["snapshot", "stacked", "event", "sampled"]}
+    return registry_family(strategy)
+
+
 def takes(strategy: str) -> set[str]:
     """The keys a run of ``strategy`` takes: every run's, and its strategy's options; a request of the
     chooser takes its own options and every option of a strategy it considers (it carries them)."""
-    if strategy == AUTO:
+    if workflow_family(strategy)["family"] == AUTO:
         return (set(shared_fields()) | set(ChooserOptions.declared())
                 | {k for cls in candidate_strategies().values() for k in cls.settable()})
     return set(shared_fields()) | strategy_class(strategy).settable()
@@ -122,12 +133,13 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         opts = {**base, **run.get("options", {})}
         for model in run.get("models") or [opts["model"]]:
             for strategy in run.get("strategies") or [opts["strategy"]]:
-                ppw = 1 if strategy == AUTO else strategy_class(strategy).procs_per_worker
+                facts = workflow_family(strategy)
+                ppw = facts["procs_per_worker"]
                 threads = int(opts.get("threads") or 1)
                 for workers in run.get("workers") or [opts.get("workers", 1)]:
                     w = int(workers)
                     options = {**keys_for(strategy, opts), "model": model, "strategy": strategy, "workers": w}
-                    if strategy == AUTO:
+                    if facts["family"] == AUTO:
                         cores = int(opts.get("cores") or w * threads)
                         options = {k: v for k, v in options.items() if k not in ("workers", "threads")}
                         out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": 1,

@@ -69,7 +69,8 @@ def ingest(source, out, format: str | None = None, *, name: str | None = None, t
     """
     import re
 
-    from dynagnn.config import check_dataset, validate
+    from dynagnn.api.runs import validate
+    from dynagnn.config import check_dataset
     from dynagnn.data.ingest import ingest as ingest_stage
 
     fmt = format or _guess_format(source)

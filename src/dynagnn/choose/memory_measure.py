@@ -308,6 +308,36 @@ def _nnz(store) -> np.ndarray:
     return np.diff(store.offsets).astype(np.int64) + int(store.num_nodes)
 
 
+_WORKSPACES: dict[str, float] = {}
+
+
+def cuda_workspace_bytes(device: str) -> float:
+    """The CUDA libraries' workspaces a training process allocates through the caching allocator
+    (cuBLAS's and cuBLASLt's, made at a stream's first product; ``max_memory_allocated`` counts them),
+    MEASURED once per process and device: the workspaces cleared, a product and a biased linear map
+    run forward and backward, the bytes still allocated once their tensors are freed. The earlier
+    host-only model missed them: on an H200, 35-37 MiB above every other term (issue 30's first GPU
+    run). 0 without a GPU."""
+    if not torch.cuda.is_available():
+        return 0.0
+    dev = torch.device(device)
+    key = str(dev)
+    if key not in _WORKSPACES:
+        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear is not None:
+            clear()
+        torch.cuda.synchronize(dev)
+        before = torch.cuda.memory_allocated(dev)
+        a = torch.ones(256, 256, device=dev, requires_grad=True)   # ones: no draw from the caller's stream
+        w = torch.ones(256, 256, device=dev, requires_grad=True)
+        b = torch.ones(256, device=dev, requires_grad=True)
+        (torch.nn.functional.linear(a, w, b).sum() + (a @ w).sum()).backward()
+        del a, w, b
+        torch.cuda.synchronize(dev)
+        _WORKSPACES[key] = float(max(torch.cuda.memory_allocated(dev) - before, 0))
+    return _WORKSPACES[key]
+
+
 def _warm_imports(config, store_path=None) -> None:
     """Load what a trainer loads once per process and never frees (torch's compiler stack, which a
     fused Adam imports; the config's schema checker; the store's codecs, by reading its first

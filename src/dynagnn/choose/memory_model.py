@@ -58,7 +58,8 @@ import math
 import numpy as np
 import torch
 
-from dynagnn.choose.memory_measure import _gpu, _nnz, measured_frames, measured_snapshot, measuring_device, saved_bytes
+from dynagnn.choose.memory_measure import (_gpu, _nnz, cuda_workspace_bytes, measured_frames, measured_snapshot,
+                                          measuring_device, saved_bytes)
 
 MiB = 2 ** 20
 FLOAT = 4           # float32
@@ -515,36 +516,6 @@ def device_data_bytes(store, config, measured: dict) -> float:
     if _frames(config) and len(shape) == 2:
         per_step = 0.0   # the frame engine's static copies are :func:`frames_bytes`' (it has no other feeder)
     return resident_adjacency_bytes(store, config) + per_step
-
-
-_WORKSPACES: dict[str, float] = {}
-
-
-def cuda_workspace_bytes(device: str) -> float:
-    """The CUDA libraries' workspaces a training process allocates through the caching allocator
-    (cuBLAS's and cuBLASLt's, made at a stream's first product; ``max_memory_allocated`` counts them),
-    MEASURED once per process and device: the workspaces cleared, a product and a biased linear map
-    run forward and backward, the bytes still allocated once their tensors are freed. The earlier
-    host-only model missed them: on an H200, 35-37 MiB above every other term (issue 30's first GPU
-    run). 0 without a GPU."""
-    if not torch.cuda.is_available():
-        return 0.0
-    dev = torch.device(device)
-    key = str(dev)
-    if key not in _WORKSPACES:
-        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-        if clear is not None:
-            clear()
-        torch.cuda.synchronize(dev)
-        before = torch.cuda.memory_allocated(dev)
-        a = torch.ones(256, 256, device=dev, requires_grad=True)   # ones: no draw from the caller's stream
-        w = torch.ones(256, 256, device=dev, requires_grad=True)
-        b = torch.ones(256, device=dev, requires_grad=True)
-        (torch.nn.functional.linear(a, w, b).sum() + (a @ w).sum()).backward()
-        del a, w, b
-        torch.cuda.synchronize(dev)
-        _WORKSPACES[key] = float(max(torch.cuda.memory_allocated(dev) - before, 0))
-    return _WORKSPACES[key]
 
 
 def predict_peak_bytes(store, config, memo: dict | None = None) -> float:

@@ -78,8 +78,8 @@ def add_ingest(sub) -> None:
 
 
 def cmd_ingest(args) -> None:
-    from ..api.runs import load_config
-    from ..config import check_dataset, dataset_spec, validate
+    from ..api.runs import load_config, validate
+    from ..config import check_dataset, dataset_spec
     from ..data.ingest import ingest
 
     if args.config:
