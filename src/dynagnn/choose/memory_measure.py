@@ -15,41 +15,6 @@ from typing import Callable
 import numpy as np
 import torch
 
-MiB = 2 ** 20
-FLOAT = 4           # float32
-INDEX = 8           # int64
-#: the gradients in flight during a backward pass, as a share of the step's saved activations: the
-#: gradient of each saved tensor lives while its producer's backward runs, and a GRU/LSTM cell's
-#: backward holds its gates' gradients together, beside the step's host temporaries (the link task's
-#: negative sampling). ESTIMATED: on CPU, T-GCN at N = 1,000-4,000, hidden 64, the live bytes'
-#: peak during a step (glibc's mallinfo2 read after every operator) was 1.9-2.0 x the saved bytes.
-BACKWARD_SHARE = 1.0
-#: the resident memory a step's live peak costs, as a multiple of it: glibc serves a step's blocks
-#: from the heap, which :func:`dynagnn.allocator.keep_freed_heap` never trims, and the blocks a step
-#: frees do not fit the next ones' holes exactly, so the heap's high-water mark (what the resident
-#: set keeps) exceeds the live peak. ESTIMATED: 1.85-2.1 measured on T-GCN (the ratio of the resident
-#: growth over three steps to the live peak).
-ALLOCATOR_SLACK = 2.0
-#: the load's transient bytes per stored edge (the store's decompressed int32 chunks, their int64
-#: copies, the self-looped and sorted triples :func:`~dynagnn.train.transfer.load_host_snapshots`
-#: builds): freed after the load but kept by the heap. ESTIMATED from the resident memory after the
-#: trainer is built less the counted data (44-61 bytes per stored edge on the churn stores).
-LOAD_BYTES_PER_EDGE = 48.0
-#: the event models' load transients per event of the stream (the stream read and sorted, the two
-#: temporal-neighbour samplers built, the task's splits and negative pools): freed after the trainer is
-#: built but kept by the heap. ESTIMATED from the resident memory after the trainer is built less the
-#: counted data on CollegeMsg's 59,835 events: 9.5, 11.3 and 10.6 MiB for TGN, JODIE and APAN
-#: (166-198 bytes per event).
-LOAD_BYTES_PER_EVENT = 180.0
-#: the resident memory a carried sequence's held activations cost, as a multiple of them: a carried
-#: piece keeps every snapshot's saved tensors (and its embedding's gradient) until its one backward,
-#: allocated once in forward order rather than churned step after step, so the heap keeps less above
-#: them than :data:`ALLOCATOR_SLACK` above a window's. ESTIMATED from one epoch's peak of the
-#: sequential loop on the benchmark's carried sequences (england_covid T-GCN ``x``, twitter_tennis
-#: MPNN-LSTM and EvolveGCN-O): 1.2-1.75 x the held bytes above the data.
-CARRY_SLACK = 1.5
-
-
 # ---- the activations, measured ------------------------------------------------------------------
 
 def _storages(t: torch.Tensor) -> list[tuple[int, int]]:
