@@ -28,7 +28,7 @@ from typing import Any
 from dynagnn.config import provide, provide_train_keys
 from dynagnn.errors import ConfigError
 from dynagnn.train.options import Options, option
-from dynagnn.train.run_config import RunKeys, TrainConfig, option_schema, refusal, run_keys, takers
+from dynagnn.train.run_config import RunKeys, TrainConfig, key_label, option_schema, refusal, run_keys, takers
 
 # The name a run gives the chooser, and the strategy of a run that names none (``dynagnn train``, a
 # config's run, ``dynagnn.fit``). TrainConfig's own default stays ``sequential``: a program that builds
@@ -118,7 +118,7 @@ def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = 
     from dynagnn.config import check_options, check_schema
 
     keys = {k: v for k, v in keys.items() if k != "strategy"}
-    label = lambda key: (names or {}).get(key) or _label(where, key)   # noqa: E731
+    label = lambda key: (names or {}).get(key) or key_label(where, key)   # noqa: E731
     shared = {k: v for k, v in keys.items() if k in run_keys()}
     if validate:
         check_options("train", shared, where)
@@ -147,12 +147,6 @@ def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = 
     if validate:
         request.check()
     return request
-
-
-def _label(where: str, key: str) -> str:
-    if where in ("TrainConfig", "Request"):
-        return key
-    return f"{where}{' ' if where.startswith('--') else '.'}{key}"
 
 
 def parse_budget(value, where: str = "memory_budget") -> float | None:

@@ -99,7 +99,7 @@ class TrainConfig(RunKeys):
         for key, value in d.items():
             if key in shared_keys:
                 continue
-            label = (names or {}).get(key) or _label(where, key)
+            label = (names or {}).get(key) or key_label(where, key)
             fragment = option_schema(key)
             if validate and fragment is not None:  # a bad value is named first, whoever takes the key
                 check_schema(fragment, value, label)
@@ -180,8 +180,10 @@ def refusal(key: str, strategies: list[str], label: str | None = None, where: st
     return f"{where or label}: unknown key {key!r}{did_you_mean(key, known)}"
 
 
-def _label(where: str, key: str) -> str:
-    if where == "TrainConfig":
+def key_label(where: str, key: str) -> str:
+    """How an error names ``key`` given in ``where``: ``--options lr``, ``config key train.runs.0.options.lr``;
+    the key alone for a program's own config."""
+    if where in ("TrainConfig", "Request"):
         return key
     sep = " " if where.startswith("--") else "."  # "--options lr", "config key train.runs.0.options.lr"
     return f"{where}{sep}{key}"
