@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dynagnn.choose.request import AUTO, DEFAULT_STRATEGY, ChooserOptions, candidate_strategies, strategy_names
+from dynagnn.choose.request import AUTO, DEFAULT_STRATEGY, request_keys, strategy_names
 from dynagnn.config import check_options, check_run_dataset, read_config, schema_node
 from dynagnn.config import validate as validate_schema
 from dynagnn.errors import ConfigError, did_you_mean
@@ -51,8 +51,7 @@ def takes(strategy: str) -> set[str]:
     """The keys a run of ``strategy`` takes: every run's, and its strategy's options; a request of the
     chooser takes its own options and every option of a strategy it considers (it carries them)."""
     if workflow_family(strategy)["family"] == AUTO:
-        return (set(shared_fields()) | set(ChooserOptions.declared())
-                | {k for cls in candidate_strategies().values() for k in cls.settable()})
+        return request_keys()
     return set(shared_fields()) | strategy_class(strategy).settable()
 
 

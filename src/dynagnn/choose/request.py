@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynagnn.config import provide, provide_train_keys
+from dynagnn.config import check_options, check_schema, provide, provide_train_keys
 from dynagnn.errors import ConfigError
 from dynagnn.train.options import Options, option
 from dynagnn.train.run_config import RunKeys, TrainConfig, key_label, option_schema, refusal, run_keys, takers
@@ -107,6 +107,15 @@ def candidate_strategies() -> dict[str, type]:
     return {name: cls for name, cls in STRATEGIES.items() if cls.baseline_of is None}
 
 
+def request_keys() -> set[str]:
+    """Every key a request takes: every run's, the chooser's own, and each option of a strategy it
+    considers (carried to the candidates that take it)."""
+    from dynagnn.train.run_config import shared_fields
+
+    return (set(shared_fields()) | set(ChooserOptions.declared())
+            | {k for cls in candidate_strategies().values() for k in cls.settable()})
+
+
 def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = None,
                validate: bool = True) -> TrainConfig | Request:
     """The run of the flat ``keys``: a :class:`Request` where its strategy is :data:`AUTO`, else the
@@ -115,15 +124,13 @@ def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = 
     if keys.get("strategy", DEFAULT_STRATEGY) != AUTO:
         return TrainConfig.from_dict({**keys, "strategy": keys.get("strategy", DEFAULT_STRATEGY)}, where, names,
                                      validate)
-    from dynagnn.config import check_options, check_schema
-
     keys = {k: v for k, v in keys.items() if k != "strategy"}
     label = lambda key: (names or {}).get(key) or key_label(where, key)   # noqa: E731
     shared = {k: v for k, v in keys.items() if k in run_keys()}
     if validate:
         check_options("train", shared, where)
     own, carried = {}, {}
-    considered = candidate_strategies()
+    taken = request_keys()
     for key, value in keys.items():
         if key in shared:
             continue
@@ -135,7 +142,7 @@ def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = 
         fragment = option_schema(key)
         if validate and fragment is not None:
             check_schema(fragment, value, label(key))
-        if not any(key in cls.settable() for cls in considered.values()):
+        if key not in taken:
             who = takers(key)
             if who:
                 raise ConfigError(f"{label(key)}: an option of {', '.join(who)} only, which auto never chooses (a "
