@@ -35,12 +35,17 @@ def _error_names(cls: type = DynagnnError) -> set[str]:
 class _InputErrorFilter(logging.Filter):
     """Drops what a worker logs about a task stopped by a DynagnnError: its "Compute Failed" record
     (with the traceback), since the client re-raises the error and the user sees it once, on one line;
-    and the warning about the tasks still running when the stage then closes the cluster."""
+    and the warning about the tasks still running when the stage then closes the cluster, and a
+    heartbeat that found the scheduler's connection already closed (the cluster closing after the
+    error: a worker's heartbeat can race the scheduler's close)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)
         if msg.startswith("Async instruction") and msg.endswith("ended with CancelledError"):
             return False  # distributed: "this should exclusively happen in Worker.close()"
+        if msg.startswith("Failed to communicate with scheduler during heartbeat") and record.exc_info \
+                and type(record.exc_info[1]).__name__ == "CommClosedError":
+            return False
         if not msg.startswith("Compute Failed") or not isinstance(record.args, tuple):
             return True
         # distributed logs (key, state, task, repr(exception), traceback); repr starts with the class name
