@@ -37,10 +37,14 @@ def cfg(**kw):
 @pytest.mark.parametrize("keys", [{}, {"model": "wdgcn"}, {"model": "wdgcn", "strategy": "frames", "frame_size": 4}],
                          ids=["tgcn-sequential", "wdgcn-sequential", "wdgcn-frames"])
 def test_the_prediction_is_within_a_quarter_of_the_measured_peak(big_store, keys, device):
-    """The resident set's high-water mark on a CPU, the allocator's peak on a GPU."""
+    """The resident set's high-water mark on a CPU (the median of 3 fresh processes: one frames run's
+    peak spread 129-172 MiB on a quiet machine, 193 MiB once under the parallel suite, for one
+    prediction of 143 MiB), the allocator's peak on a GPU."""
+    import statistics
+
     config = cfg(device=device, **keys)
     predicted = predict_peak_bytes(open_store(big_store), config)
-    measured = measure_peak_bytes(big_store, config, steps=3)
+    measured = statistics.median(measure_peak_bytes(big_store, config, steps=3) for _ in range(3 if device == "cpu" else 1))
     assert device != "cpu" or measured > 20 * 2 ** 20   # tens of MiB: above the resident set's noise
     assert abs(predicted - measured) <= 0.25 * measured, (predicted / 2 ** 20, measured / 2 ** 20)
 
