@@ -8,7 +8,7 @@ import pytest
 from dynagnn.errors import ConfigError
 from dynagnn.models import check_contract, model_class
 from dynagnn.train.strategies import STRATEGIES
-from dynagnn.choose.candidates import SPLITTERS, Candidate, candidates
+from dynagnn.choose.candidates import Candidate, candidates
 from dynagnn.choose.clock import TrialClock
 from dynagnn.choose.resolve import trial_candidates
 from dynagnn.choose.rule import choose
@@ -50,7 +50,7 @@ def test_on_a_gpu_a_worker_per_device_and_the_graph_difference():
     assert {c.workers for c in cands} == {1}
     seq = [c for c in cands if c.strategy == "sequential"]
     assert {dict(c.options).get("transfer", "full") for c in seq} == {"full", "diff"}
-    assert all(c.threads == 16 for c in seq) and all(c.reason is None for c in cands if c.strategy not in SPLITTERS)
+    assert all(c.threads == 16 for c in seq) and all(c.reason is None for c in cands if not STRATEGIES[c.strategy].splits_only)
 
 
 def test_event_models_get_the_event_strategies():

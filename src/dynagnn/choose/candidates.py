@@ -1,12 +1,14 @@
 """The chooser's candidates: every way to train a run on the cores or devices given.
 
 :func:`candidates` enumerates, from the strategy registry, each strategy that is not a paper's
-baseline (``Strategy.baseline_of``), at each worker count the machine allows, with the options that
-change its speed (frame size, checkpoint blocks, the graph difference on a GPU, micro-batches, one
-cache level or two), and the processes against threads split of the cores (each split also at one
+baseline (``Strategy.baseline_of``), at each worker count the machine allows, with the values of its
+speed options (``Strategy.speed_options``: frame size, checkpoint blocks, the graph difference on a
+GPU, micro-batches, one cache level or two, as the options declare them), and the processes against threads split of the cores (each split also at one
 thread per process). A candidate that cannot run is kept with its reason (the model's contract rules
 the strategy out, the store has too few snapshots or vertices for the workers, a GPU-only strategy on
-a CPU), never dropped silently. :func:`run_candidates` applies a request's refusals
+a CPU), never dropped silently. What the chooser knows of a strategy it asks of its class
+(``Strategy.simplicity``, ``splits_only``, ``plain``, ``step_traffic``, ``divides``): a new strategy
+needs no change here. :func:`run_candidates` applies a request's refusals
 (:func:`run_refusal`) and the keys it carries; :func:`chosen_config` is the config that trains one.
 """
 
@@ -18,17 +20,6 @@ from dataclasses import dataclass, field
 from dynagnn.errors import ConfigError
 
 log = logging.getLogger("dynagnn")
-
-# plainest first: a tie goes to the one earlier here (less machinery to trust)
-SIMPLER = ("sequential", "frames", "vertex", "snapshot", "group", "group_frames", "events", "tgnn", "sampled")
-
-FRAME_SIZES = (2, 4, 8, 16)
-SPLITTERS = ("vertex", "snapshot", "tgnn")   # strategies whose only point is the split among workers
-PLAIN = {"snapshot": "sequential", "event": "events", "sampled": "sampled"}   # the one-process loop of each model kind
-PLAIN_STRATEGIES = tuple(PLAIN.values())
-CHECKPOINT_BLOCKS = (1, 2, 4)
-MICRO_BATCHES = (1, 2, 4)
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -49,8 +40,9 @@ class Candidate:
 
     @property
     def plain(self) -> bool:
-        """One process of a model kind's plain loop, no option set: what every technique must beat."""
-        return self.processes == 1 and not self.options and self.strategy in PLAIN_STRATEGIES
+        """One process of a model kind's plain loop (``Strategy.plain``), no option set: what every
+        technique must beat."""
+        return self.processes == 1 and not self.options and strategy_of(self.strategy).plain
 
     def label(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options)
@@ -63,9 +55,9 @@ class Candidate:
                    int(row["processes_per_worker"]))
 
     def simplicity(self) -> tuple:
-        """The tie-break key: fewer processes, then the plainer strategy, then fewer options set."""
-        rank = SIMPLER.index(self.strategy) if self.strategy in SIMPLER else len(SIMPLER)
-        return (self.processes, rank, len(self.options))
+        """The tie-break key: fewer processes, then the plainer strategy (``Strategy.simplicity``), then
+        fewer options set."""
+        return (self.processes, strategy_of(self.strategy).simplicity, len(self.options))
 
 
 def _splits(cores: int, procs_per_worker: int, max_workers: int) -> list[tuple[int, int]]:
@@ -78,30 +70,12 @@ def _splits(cores: int, procs_per_worker: int, max_workers: int) -> list[tuple[i
     return out
 
 
-def _option_sets(cls, window: int, device: str, given=()) -> list[tuple[tuple[str, object], ...]]:
-    """The speed options of strategy class ``cls`` worth trying (those it declares, less the ``given``
-    ones: the run fixed them)."""
-    declared = set(cls.Options.declared()) - set(cls.fixed) - set(given)
-    sets: list[tuple[tuple[str, object], ...]] = [()]
-    if "frame_size" in declared:
-        sets = [(("frame_size", s),) for s in FRAME_SIZES if s <= max(window, 1)] or [(("frame_size", 1),)]
-    if "checkpoint_blocks" in declared and "frame_size" not in declared:
-        sets = [o + ((("checkpoint_blocks", b),) if b > 1 else ()) for o in sets for b in CHECKPOINT_BLOCKS
-                if b <= max(window, 1)]
-    if "transfer" in declared and device != "cpu":   # a difference pays across PCIe, never on a CPU (docs/gpu.md)
-        sets = [o + t for o in sets for t in ((), (("transfer", "diff"),))]
-    if "micro_batches" in declared:   # Sven's pipelining of a worker's share
-        sets = [o + ((("micro_batches", m),) if m > 1 else ()) for o in sets for m in MICRO_BATCHES]
-    if "cache_l1_mb" in declared and "cache_policy" not in cls.fixed:   # BGL's two levels, or the host's only
-        sets = [o + c for o in sets for c in ((), (("cache_l1_mb", 0),))]
-    return sets
-
-
 def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 0, window: int = 4,
                refusal=None, given=()) -> list[Candidate]:
     """Every candidate of a run (module docstring). ``model_kind``: the kind of the run's model
     (``snapshot``, ``event``, ``sampled``); ``cores``: the CPU cores the run may use; ``gpus``: the
-    devices on a GPU (a worker per GPU); ``refusal(strategy_class, workers, options) -> str | None``:
+    devices on a GPU (a worker per GPU); ``window``: the snapshots a step reads (a speed option
+    bounded by the window tries values up to it); ``refusal(strategy_class, workers, options) -> str | None``:
     why the run's model, task and store rule that strategy out at that worker count with those options
     (the contract check and the strategy's own ``check``), None where it can run. Each split of the
     cores is also tried at one thread per process (on a small step one thread can be the faster: the
@@ -124,13 +98,13 @@ def candidates(model_kind: str, *, cores: int, device: str = "cpu", gpus: int = 
         else:   # a worker per GPU; BLAD's two processes share one
             splits = [(w, max(1, cores // (w * cls.procs_per_worker))) for w in range(1, max(gpus, 1) + 1)]
         for workers, threads in splits:
-            for opts in _option_sets(cls, window, device, given):
+            for opts in cls.speed_options(window, device, given):
                 why = None
                 if cls.gpu_only and device == "cpu":
                     why = f"{name} pays only on a GPU"
                 elif refusal is not None:
                     why = refusal(cls, workers, dict(opts))
-                if why is None and workers == 1 and name in SPLITTERS:
+                if why is None and workers == 1 and cls.splits_only:
                     why = f"{name} splits a step among workers: on 1 it is the one-process loop with more to do"
                 out.append(Candidate(name, workers, threads, opts, cls.procs_per_worker, why))
     return out
@@ -181,18 +155,26 @@ def chosen_config(config, cand: Candidate):
     :func:`run_refusal`; the plain loop measured for the prediction's base takes what it can)."""
     from dynagnn.choose.trials import candidate_config   # trials import the engine: torch
 
-    settable = _strategy(cand.strategy).settable()
+    settable = strategy_of(cand.strategy).settable()
     given = {k: v for k, v in config.carried.items() if k in settable}
     return candidate_config(config, cand.strategy, cand.workers, cand.threads, {**dict(cand.options), **given})
 
 
+def plain_name(kind: str) -> str:
+    """The plain one-process loop of models of ``kind`` (``snapshot``, ``event``, ``sampled``): the
+    registry's strategy that says it is (``Strategy.plain``), not a baseline."""
+    from dynagnn.train.strategies import STRATEGIES
+
+    return next(n for n, c in STRATEGIES.items() if c.plain and c.baseline_of is None and kind in c.models)
+
+
 def plain_strategy(config):
-    """The auto run's plain one-process loop (:data:`PLAIN` of its model's kind),
+    """The auto run's plain one-process loop (:func:`plain_name` of its model's kind),
     with the options it carries that the loop takes (an event model's widths)."""
     from dynagnn.models import model_kind
     from dynagnn.choose.trials import candidate_config
 
-    cls = _strategy(PLAIN[model_kind(config.model)])
+    cls = strategy_of(plain_name(model_kind(config.model)))
     given = {k: v for k, v in config.carried.items() if k in cls.settable()}
     return cls(candidate_config(config, cls.name, 1, 1, given))
 
@@ -218,7 +200,7 @@ def check_run(store, config) -> None:
 
 
 
-def _strategy(name: str):
+def strategy_of(name: str):
     """The registry's class of ``name`` (the registry imports every strategy: torch, on first use)."""
     from dynagnn.train.strategies import strategy_class
 
@@ -241,8 +223,8 @@ def run_candidates(store, config, model=None) -> list[Candidate]:
     model = plain_model(store, config) if model is None else model
     window = int(config.window)
     if kind == "snapshot":
-        sequence = carried_snapshots(chosen_config(config, Candidate(PLAIN[kind])), store)
-        window = min(sequence, max(FRAME_SIZES)) if sequence is not None else window
+        sequence = carried_snapshots(chosen_config(config, Candidate(plain_name(kind))), store)
+        window = sequence if sequence is not None else window
     gpus = torch.cuda.device_count() if config.device.startswith("cuda") else 0
     return candidates(kind, cores=int(config.options.cores or available_cores()), device=config.device, gpus=gpus,
                       window=window, refusal=run_refusal(store, config, model), given=config.carried)

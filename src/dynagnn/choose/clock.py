@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from dynagnn.choose.candidates import Candidate, _strategy
+from dynagnn.choose.candidates import Candidate, strategy_of
 from dynagnn.train.strategies.frames import runs_frames
 
 # what one more process's start costs a trial beyond its steps (spawn, import torch, the group's
@@ -37,9 +37,9 @@ def _trial_parts(c: Candidate, predicted: float, steps_per_epoch: int, build_s: 
     per_step = predicted / max(steps_per_epoch, 1)
     n = min(steps, steps_per_epoch)
     start = LAUNCH_SECONDS if c.processes > 1 else 0.0
-    plan = PLAN_SECONDS if _strategy(c.strategy).needs_plan else 0.0
+    plan = PLAN_SECONDS if strategy_of(c.strategy).needs_plan else 0.0
     build = build_s + (frame_build_s if runs_frames(c.strategy) else 0.0)
-    once = c.processes > 1 or not (gpu or "sampled" in _strategy(c.strategy).models)
+    once = c.processes > 1 or not (gpu or "sampled" in strategy_of(c.strategy).models)
     first = TRIAL_MARGIN * (n + 1) * per_step + build + start + plan
     later = TRIAL_MARGIN * rounds * n * per_step + (0.0 if once else rounds * (TRIAL_MARGIN * per_step + build))
     return (first + later, 0.0) if c.processes > 1 else (first, later)

@@ -24,7 +24,7 @@ start (after imports, before the :class:`~dynagnn.train.engine.Trainer` is built
 - ``allocator``: what the heap keeps above a step's live peak (:func:`allocator_bytes`, ESTIMATED,
   :data:`ALLOCATOR_SLACK`);
 - ``strategy``: what a strategy adds of its own (:func:`strategy_bytes`): PiPAD's frames (the reuse
-  cache of ``Â_t X_t``, the frame's partitions and stacked aggregations), BGL's cache levels, the
+  cache of ``Â_t X_t``, the frame's partitions and stacked aggregations), BGL's cache levels (``Strategy.held_bytes``), the
   event models' memory and mailbox (those are counted from the arrays their strategy builds);
 - ``workspace``: on a GPU, the CUDA libraries' workspaces (:func:`cuda_workspace_bytes`, MEASURED
   once per process); 0 on a CPU.
@@ -104,16 +104,6 @@ def _frames(config) -> bool:
     return runs_frames(config.strategy_cls)
 
 
-def _splits(config) -> str:
-    """What the strategy divides among its workers: "vertices", "snapshots" or "" (nothing)."""
-    name = config.strategy
-    if name == "vertex" or name.startswith("tgnn"):   # Sven's memory rows, by owner
-        return "vertices"
-    if name in ("snapshot", "group", "group_frames", "blad_nm", "blad_even"):
-        return "snapshots"
-    return ""
-
-
 def feature_bytes(store, config) -> float:
     """The node features as the trainer holds them: float32 N x F (T x N x F when per snapshot), read
     once from the store, and for static features the feeder's device copy (on a CPU a clone)."""
@@ -149,7 +139,7 @@ def resident_adjacency_bytes(store, config) -> float:
         resident = float(np.sort(per)[::-1][: math.ceil(config.window / blocks) + 1].sum())
     else:
         resident = float(per.sum())
-    if _splits(config):
+    if config.strategy_cls.divides:
         resident /= max(1, int(config.workers))
     return resident
 
@@ -212,7 +202,7 @@ def step_snapshots(config, window: int) -> dict[str, float]:
     blocks = max(1, min(blocks, window))
     per = math.ceil(window / blocks) if blocks > 1 else window
     workers = max(1, int(config.workers))
-    split = _splits(config)
+    split = config.strategy_cls.divides
     scale = 1.0 / workers if split == "vertices" else 1.0
     if split == "snapshots":
         per = math.ceil(per / workers) if int(config.batch_windows) < workers else per
@@ -327,22 +317,11 @@ def built_partitions(measured: dict, window: int, S: int, needs: set[str], reuse
     return keys
 
 
-def sampled_bytes(store, config) -> float:
-    """BGL's sampled strategy: its two cache levels, COUNTED from the options (``cache_l1_mb`` on the
-    training device, ``cache_l2_mb`` in host memory; on a CPU both in the process), each at most the
-    whole feature table (N x F float32: a cache holds no more rows than there are)."""
-    o = config.options
-    f = int(store.feature_dim()) if store.has("features/x") else 0
-    table = float(store.num_nodes) * f * FLOAT
-    keys = ("cache_l1_mb",) if _gpu(config) else ("cache_l1_mb", "cache_l2_mb")   # a GPU's host level is not its
-    levels = [float(getattr(o, key, 0.0) or 0.0) * 2**20 for key in keys]
-    return float(sum(min(level, table) for level in levels))
-
-
 def _events_class():
-    from dynagnn.train.strategies import strategy_class
+    """The event models' plain one-process loop (the registry's, :func:`~dynagnn.choose.candidates.plain_name`)."""
+    from dynagnn.choose.candidates import plain_name, strategy_of
 
-    return strategy_class("events")
+    return strategy_of(plain_name("event"))
 
 
 def event_bytes(store, config) -> dict[str, float]:
@@ -358,12 +337,12 @@ def event_bytes(store, config) -> dict[str, float]:
     from dynagnn.distributed.context import DistContext
     from dynagnn.timing import PhaseTimer
 
-    if config.strategy != "events":
+    if config.strategy_cls is not _events_class():
         from dynagnn.choose.trials import candidate_config
 
         keys = {k: getattr(config.options, k) for k in config.options.declared()
                 if k in _events_class().Options.declared()}
-        one = event_bytes(store, candidate_config(config, "events", 1, config.threads or 1, keys))
+        one = event_bytes(store, candidate_config(config, _events_class().name, 1, config.threads or 1, keys))
         workers = max(1, int(config.workers))
         return {**one, "memory": one["memory"] / workers, "activations": one["activations"] / workers}
 
@@ -379,10 +358,10 @@ def event_bytes(store, config) -> dict[str, float]:
         data += 0 if run.features is None else float(np.asarray(run.features).nbytes) * 2
         strategy.start_epoch(0)
         unit = run.task.split.train[len(run.task.split.train) // 2]
-        batch = strategy._prepare((unit, 0))
+        batch = strategy.training_batch(unit)
         params = tuple(run.model.parameters()) + tuple(run.head.parameters())
         mem_tensors = tuple(strategy.memory.state().values())
-        acts, _ = saved_bytes(lambda: strategy._run(batch), params + mem_tensors, resident=not _gpu(config))
+        acts, _ = saved_bytes(lambda: strategy.score_batch(batch), params + mem_tensors, resident=not _gpu(config))
         acts += _array_bytes(batch)
     finally:
         strategy.close()

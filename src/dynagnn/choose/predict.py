@@ -171,26 +171,20 @@ def option_factor(candidate, base: Base, frames: bool = True) -> float:
 
 
 def communication(candidate, base: Base, link: LinkCost = DEFAULT_LINK) -> float:
-    """Seconds an epoch of ``candidate`` spends moving data between its processes (module docstring)."""
-    from dynagnn.analysis.commvolume.closed import ring_allreduce_volume, snapshot_redistribution_volume
+    """Seconds an epoch of ``candidate`` spends moving data between its processes (module docstring):
+    the gradients' ring all-reduce and the messages its strategy says a step moves
+    (``Strategy.step_traffic``), each at the link's cost of its channel."""
+    from dynagnn.analysis.commvolume.closed import ring_allreduce_volume
+    from dynagnn.choose.candidates import strategy_of
 
-    procs, workers = candidate.processes, candidate.workers
+    procs = candidate.processes
     if procs == 1:
         return 0.0
     # the ring all-reduce moves 2(P-1)/P of the buffer per process; the link was fitted at P = 2
     grads = ring_allreduce_volume(base.params, procs).bytes / procs
     per_step = STEP_SYNC_SECONDS + float(link.seconds("allreduce", grads))
-    row = base.hidden * 4
-    if candidate.strategy == "vertex" and workers > 1:
-        halo = (base.halo_rows or {}).get(workers, 0.0) * row
-        per_step += base.window * 2 * base.layers * float(link.seconds("allreduce", halo))
-    elif candidate.strategy == "snapshot" and workers > 1:
-        moved = snapshot_redistribution_volume(max(base.window, workers), base.num_nodes, workers, base.hidden).bytes
-        per_step += 2 * 2 * base.layers * float(link.seconds("allreduce", moved / workers))
-    elif candidate.strategy in ("group", "group_frames"):
-        per_step += 2 * float(link.seconds("handover", base.num_nodes * row))   # the state, then its gradient
-    elif candidate.strategy == "tgnn" and workers > 1:
-        per_step += 2 * float(link.seconds("allreduce", base.num_nodes * base.memory_dim * 4 / workers))
+    for channel, size, times in strategy_of(candidate.strategy).step_traffic(candidate.workers, base):
+        per_step += times * float(link.seconds(channel, size))
     return per_step * base.steps
 
 
@@ -221,21 +215,21 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     among the candidates, whose saving :func:`frame_seconds` measures at each thread count timed."""
     from dynagnn.models import model_kind
     from dynagnn.schedule.tuner import interleaved
-    from dynagnn.choose.candidates import PLAIN, Candidate, chosen_config
+    from dynagnn.choose.candidates import Candidate, chosen_config, plain_name
     from dynagnn.choose.trials import epoch_seconds_of
 
     kind = model_kind(config.model)
     if not cands:
-        cands = [Candidate(PLAIN[kind], 1, t) for t in sorted({1, max(1, int(cores))})]
+        cands = [Candidate(plain_name(kind), 1, t) for t in sorted({1, max(1, int(cores))})]
     params = sum(p.numel() for p in model.parameters())
     base = dict(seconds={}, steps=1, params=params, num_nodes=int(store.num_nodes), window=int(config.window),
                 hidden=int(config.hidden), memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
                 gpu=config.device.startswith("cuda"))
     if kind == "snapshot":
-        ends, carry = _training_ends(chosen_config(config, Candidate(PLAIN[kind])), store)
+        ends, carry = _training_ends(chosen_config(config, Candidate(plain_name(kind))), store)
         if carry:
             base.update(window=len(ends), carry=True)
-        base.update(_snapshot_terms(store, config, model, max(1, int(cores))))
+        base.update(_snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes or ()))
         sizes = sorted({int(s) for s in frame_sizes})
         if sizes:
             # a frame never spans more than the window, or in a carried sequence its tbptt piece
@@ -306,14 +300,13 @@ def _sample(store) -> list[int]:
     return sorted({int(round(i * (T - 1) / max(SAMPLE_SNAPSHOTS - 1, 1))) for i in range(min(T, SAMPLE_SNAPSHOTS))})
 
 
-def _snapshot_terms(store, config, model, cores: int) -> dict:
+def _snapshot_terms(store, config, model, cores: int, frame_sizes=()) -> dict:
     """A snapshot model's aggregation and forward shares, its GCN layers, the overlap rate of frames
-    of each size and the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
+    of each of ``frame_sizes`` (the candidates') and the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
     from dynagnn.analysis.commvolume.closed import vertex_volume_hash
     from dynagnn.cost.step_times import model_step_times
     from dynagnn.graph.overlap import overlap_rate, split_frame
     from dynagnn.models import find_gcn_layers
-    from dynagnn.choose.candidates import FRAME_SIZES
 
     sample = _sample(store)
     edges = [store.edges(t) for t in sample]
@@ -329,9 +322,7 @@ def _snapshot_terms(store, config, model, cores: int) -> dict:
     except (TypeError, AttributeError, NotImplementedError):   # a model with no per-snapshot step to time
         pass
     out["overlap"] = {}
-    for size in FRAME_SIZES:
-        if size > store.num_snapshots:
-            break
+    for size in sorted({int(s) for s in frame_sizes if 1 < int(s) <= store.num_snapshots}):
         starts = sorted({int(round(i * (store.num_snapshots - size) / 2)) for i in range(3)})
         rates = [overlap_rate(split_frame(store.window_edges(a, a + size), store.num_nodes)) for a in starts]
         out["overlap"][size] = float(np.mean(rates))

@@ -20,7 +20,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from dynagnn.choose.candidates import (PLAIN, Candidate, check_run, chosen_config, plain_model,  # noqa: F401
+from dynagnn.choose.candidates import (Candidate, check_run, chosen_config, plain_model,  # noqa: F401
                                        run_candidates)
 from dynagnn.choose.clock import BASE_ROUNDS, TRIAL_ROUNDS, TRIAL_STEPS, TrialClock, trial_plan
 from dynagnn.choose.request import REPORT_FILE, parse_budget

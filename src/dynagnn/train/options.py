@@ -24,10 +24,30 @@ from typing import Any
 from dynagnn.tasks.negatives import KINDS
 
 
-def option(default: Any, help: str, **schema: Any) -> Any:
+@dataclass(frozen=True)
+class Speed:
+    """What makes an option a speed option: its values worth timing against each other (the chooser,
+    :mod:`dynagnn.choose`, tries each). ``window``: only the values up to the run's window (at least
+    1, where none is); ``gpu``: worth trying on a GPU only (on a CPU the default alone)."""
+
+    values: tuple
+    window: bool = False
+    gpu: bool = False
+
+    def tried(self, window: int, device: str) -> tuple:
+        """The values worth trying for a run of ``window`` snapshots on ``device``."""
+        if self.gpu and device == "cpu":
+            return ()
+        if self.window:
+            return tuple(v for v in self.values if v <= max(window, 1)) or (1,)
+        return tuple(self.values)
+
+
+def option(default: Any, help: str, speed: Speed | None = None, **schema: Any) -> Any:
     """A field of an ``Options`` dataclass: ``default``, ``help`` and the JSON-schema constraints of its
-    value (``type``, ``enum``, ``minimum``, ...). A list or dict default is copied for each instance."""
-    meta = {"help": help, "schema": schema}
+    value (``type``, ``enum``, ``minimum``, ...). A list or dict default is copied for each instance.
+    ``speed``: the values that change the strategy's speed, never what it computes (:class:`Speed`)."""
+    meta = {"help": help, "schema": schema, "speed": speed}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -45,6 +65,11 @@ class Options:
     def declared(cls) -> dict[str, dataclasses.Field]:
         """The option fields by name."""
         return {f.name: f for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def speed(cls) -> dict[str, Speed]:
+        """The speed options (:class:`Speed`) by name, in declaration order."""
+        return {name: f.metadata["speed"] for name, f in cls.declared().items() if f.metadata.get("speed")}
 
     @classmethod
     def json_schema(cls, name: str) -> dict:
@@ -67,14 +92,16 @@ class Checkpointing(Truncation):
     """ESDG's gradient checkpointing over time blocks, and truncated back-propagation through time."""
 
     checkpoint_blocks: int = option(1, "ESDG gradient checkpointing: time blocks per window (1 = off)",
-                                    type="integer", minimum=1)
+                                    Speed((1, 2, 4), window=True), type="integer", minimum=1)
 
 
 @dataclass(frozen=True)
 class Transfer(Options):
     """How snapshots reach the device: in full, or as ESDG's graph differences."""
 
-    transfer: str = option("full", "snapshots sent in full or as ESDG graph differences", enum=["full", "diff"])
+    # a difference pays across PCIe, never on a CPU (docs/gpu.md)
+    transfer: str = option("full", "snapshots sent in full or as ESDG graph differences", Speed(("full", "diff"), gpu=True),
+                           enum=["full", "diff"])
 
 
 @dataclass(frozen=True)

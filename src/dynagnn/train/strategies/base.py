@@ -142,6 +142,37 @@ class Strategy:
     gpu_only = False
     baseline_of: str | None = None   # the strategy this one is a paper's baseline of (the chooser leaves it out)
     figure: str | None = None
+    # what the chooser (dynagnn.choose) asks of a strategy, beside its speed options (``Options.speed``)
+    simplicity = 100      # the tie-break rank, plainest first (less machinery to trust); unranked after the ranked
+    splits_only = False   # its only point is a step split among workers: on one it is the plain loop with more to do
+    plain = False         # the plain one-process loop of the models it trains: what every technique must beat
+    divides = ""          # what its workers divide of the memory: "vertices", "snapshots" or "" (nothing)
+
+    @classmethod
+    def speed_options(cls, window: int, device: str, given=()) -> list[tuple[tuple[str, object], ...]]:
+        """Each combination of its speed options' values worth trying (``Options.speed``, less the
+        ``given`` ones and those it fixes), an option at its default left unset."""
+        import itertools
+
+        speed = {k: s for k, s in cls.Options.speed().items() if k in cls.settable() - set(given)}
+        declared = cls.Options.declared()
+        axes = [[(k, v) for v in s.tried(window, device) or (None,)] for k, s in speed.items()]
+        return [tuple((k, v) for k, v in combo if v is not None and v != declared[k].default)
+                for combo in itertools.product(*axes)]
+
+    @classmethod
+    def step_traffic(cls, workers: int, shape) -> list[tuple[str, float, int]]:
+        """The messages one step moves between its workers beyond the gradients' all-reduce, as
+        (channel, bytes, times) (a channel the chooser's link costs: "allreduce", "handover").
+        ``shape``: the run's ``window``, ``num_nodes``, ``hidden``, ``layers``, ``memory_dim`` and
+        ``halo_rows`` ({workers: boundary rows}, measured at start)."""
+        return []
+
+    @classmethod
+    def held_bytes(cls, store, options, gpu: bool) -> float:
+        """The bytes it holds of its own beyond the run's data, model and activations (a cache),
+        counted from ``options``; ``gpu``: training on a GPU. The chooser's memory model adds them."""
+        return 0.0
 
     def __init__(self, config, options: Options | None = None):
         """``options``: other than the config's, for a strategy run inside another (BLAD's processes

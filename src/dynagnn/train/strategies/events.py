@@ -99,6 +99,8 @@ class EventStrategy(Strategy):
     """One worker, batches of events in time order (the TGL/DyGLib loop)."""
 
     name = "events"
+    simplicity = 6
+    plain = True
     Options = EventOptions
     family = "events"
     models = ("event",)
@@ -232,6 +234,15 @@ class EventStrategy(Strategy):
             self._pending = None
 
     # ---- one batch ------------------------------------------------------------------------------
+    def training_batch(self, unit, epoch: int = 0):
+        """The batch of training unit ``unit`` at ``epoch``, made as a step makes it (the chooser's
+        memory model measures one)."""
+        return self._prepare((unit, epoch))
+
+    def score_batch(self, batch):
+        """(positive scores, negative scores, writes) of a batch :meth:`training_batch` made."""
+        return self._run(batch)
+
     def _forward(self, events: np.ndarray, neg: np.ndarray, sampler: TemporalNeighbors):
         """(positive scores [B], negative scores [B, K], writes) of one batch."""
         with section("sample"):

@@ -21,7 +21,7 @@ import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.train.frame_engine import engine_for
-from dynagnn.train.options import LinkNegatives, Pipelining, SequenceMode, Truncation, option
+from dynagnn.train.options import LinkNegatives, Pipelining, SequenceMode, Speed, Truncation, option
 from dynagnn.train.strategies.base import Run, Strategy
 
 
@@ -30,7 +30,8 @@ class FramesOptions(Pipelining):
     """PiPAD's frames: S, the reuse of the first aggregation, the tuner's memory bound, the pipeline."""
 
     frame_size: int | None = option(None, "frames strategy (PiPAD): snapshots per frame, S (null = the tuner's "
-                                    "choice after a profiling epoch)", type=["integer", "null"], minimum=1)
+                                    "choice after a profiling epoch)", Speed((2, 4, 8, 16), window=True),
+                                    type=["integer", "null"], minimum=1)
     frame_reuse: str = option("on", "frames strategy: keep Â_t X_t of the first aggregation for later frames and "
                               "epochs (models whose first aggregation reads only X_t)", enum=["on", "off"])
     frame_memory_mb: float | None = option(None, "frames strategy: the tuner's memory bound in MiB (null = half the "
@@ -63,6 +64,7 @@ class Frames(Strategy):
     """PiPAD on one worker: the frame engine over each window (module docstring)."""
 
     name = "frames"
+    simplicity = 1
     Options = FramesStrategyOptions
     family = "window"
     refuses = {"checkpoint_blocks": WHOLE_FRAMES, "transfer": NO_DIFFERENCES}

@@ -137,6 +137,13 @@ class GroupPipeline(Strategy):
     """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
 
     name = "group"
+    simplicity = 4
+    divides = "snapshots"
+
+    @classmethod
+    def step_traffic(cls, workers: int, shape) -> list[tuple[str, float, int]]:
+        """The state handed from one process of the pair to the other, then its gradient back."""
+        return [("handover", shape.num_nodes * shape.hidden * 4.0, 2)]
     Options = GroupOptions
     family = "group"
     figure = "compare"
@@ -692,6 +699,7 @@ class GroupFrames(GroupPipeline):
     A part is measured as a whole for the re-plan, its time shared evenly among its snapshots."""
 
     name = "group_frames"
+    simplicity = 5
     Options = GroupFramesOptions
     refuses = {**GroupPipeline.refuses, "tbptt": ONE_WINDOW_TWO_PROCESSES, "sequence": NO_CARRY, "step": NO_CARRY,
                "transfer": "the group_frames strategy feeds overlap-aware partitions, not "

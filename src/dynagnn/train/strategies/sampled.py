@@ -51,7 +51,7 @@ from dynagnn.sortedkeys import row_offsets
 from dynagnn.tasks import metrics as M
 from dynagnn.train.cache import MIB, FeatureCache, StoreRows
 from dynagnn.train.stages import Pipeline
-from dynagnn.train.options import Options, option
+from dynagnn.train.options import Options, Speed, option
 from dynagnn.train.strategies.base import Run, Strategy, refuse_graph_input
 from dynagnn.tasks.snapshot import Split, class_labels
 
@@ -174,8 +174,9 @@ class SampledOptions(Options):
     cache_policy: str = option("fifo", "sampled: the feature cache's policy (BGL's FIFO, PaGraph's static "
                                "top-degree, none); the baselines sampled_nocache and sampled_static set their own",
                                enum=["fifo", "static", "none"])
+    # the two levels, or the host's only
     cache_l1_mb: float = option(64, "sampled: the feature cache's level 1 (on the training device) in MiB",
-                                type="number", minimum=0)
+                                Speed((64, 0)), type="number", minimum=0)
     cache_l2_mb: float = option(256, "sampled: the feature cache's level 2 (host memory) in MiB",
                                 type="number", minimum=0)
     order: str = option("proximity", "sampled: the order of the training seeds, BGL's proximity-aware (BFS) order "
@@ -196,6 +197,18 @@ class SampledOptions(Options):
 
 class Sampled(Strategy):
     name = "sampled"
+    simplicity = 8
+    plain = True
+
+    @classmethod
+    def held_bytes(cls, store, options, gpu: bool) -> float:
+        """Its two cache levels, COUNTED from the options (``cache_l1_mb`` on the training device,
+        ``cache_l2_mb`` in host memory; on a CPU both in the process), each at most the whole feature
+        table (N x F float32: a cache holds no more rows than there are)."""
+        f = int(store.feature_dim()) if store.has("features/x") else 0
+        table = float(store.num_nodes) * f * 4
+        keys = ("cache_l1_mb",) if gpu else ("cache_l1_mb", "cache_l2_mb")   # a GPU's host level is not its
+        return float(sum(min(float(getattr(options, key, 0.0) or 0.0) * 2**20, table) for key in keys))
     Options = SampledOptions
     family = "sampled"
     figure = "sampled"

@@ -39,6 +39,8 @@ from dynagnn.train.transfer import SnapshotFeeder
 
 class Sequential(Strategy):
     name = "sequential"
+    simplicity = 0
+    plain = True
     Options = WindowOptions
     family = "window"
     models = ("snapshot",)

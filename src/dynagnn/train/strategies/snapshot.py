@@ -62,6 +62,19 @@ class SnapshotOptions(Transfer, SequenceMode, Truncation, LinkNegatives):
 
 class SnapshotPartition(Strategy):
     name = "snapshot"
+    simplicity = 3
+    splits_only = True
+    divides = "snapshots"
+
+    @classmethod
+    def step_traffic(cls, workers: int, shape) -> list[tuple[str, float, int]]:
+        """ESDG's all-to-all redistribution, there and back, forward and backward, per layer."""
+        from dynagnn.analysis.commvolume.closed import snapshot_redistribution_volume
+
+        if workers < 2:
+            return []
+        moved = snapshot_redistribution_volume(max(shape.window, workers), shape.num_nodes, workers, shape.hidden).bytes
+        return [("allreduce", moved / workers, 2 * 2 * shape.layers)]
     Options = SnapshotOptions
     family = "window"
     models = ("stacked",)

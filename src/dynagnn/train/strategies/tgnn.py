@@ -68,7 +68,7 @@ from dynagnn.sortedkeys import unique_sorted
 from dynagnn.timing import section
 from dynagnn.train.pipeline import Prefetcher
 from dynagnn.train.strategies.base import Run
-from dynagnn.train.options import option
+from dynagnn.train.options import Speed, option
 from dynagnn.train.strategies.events import EventOptions, EventStrategy
 from dynagnn.train.strategies.tgnn_memory import PartitionedMemory, wire_device
 
@@ -172,7 +172,7 @@ class TGNNOptions(EventOptions):
     micro_batches: int | str = option(1, "a count of micro-batches >= 1 or adaptive (tgnn strategies: each worker's "
                                       "share of a batch in that many pieces, the fetch of one overlapping the compute "
                                       "of the previous; adaptive: the fastest of 1, 2, 4, 8 in the first steps)",
-                                      type=["integer", "string"], minimum=1, pattern="^adaptive$")
+                                      Speed((1, 2, 4)), type=["integer", "string"], minimum=1, pattern="^adaptive$")
     stale_allreduce: bool = option(False, "tgnn strategies: Sven's one-step-stale gradient all-reduce (step k applies "
                                    "the all-reduced gradient of step k-1 while its own is reduced)", type="boolean")
 
@@ -181,6 +181,16 @@ class TGNNStrategy(EventStrategy):
     """Sven: partitioned memory, redundancy-free dispatch, pipelined (module docstring)."""
 
     name = "tgnn"
+    simplicity = 7
+    splits_only = True
+    divides = "vertices"   # Sven's memory rows, by owner
+
+    @classmethod
+    def step_traffic(cls, workers: int, shape) -> list[tuple[str, float, int]]:
+        """Each worker's share of the node memory, fetched and written back."""
+        if workers < 2:
+            return []
+        return [("allreduce", shape.num_nodes * shape.memory_dim * 4 / workers, 2)]
     Options = TGNNOptions
     family = "tgnn"
     figure = "sven"

@@ -135,6 +135,17 @@ class VertexOptions(Checkpointing, SequenceMode, LinkNegatives):
 
 class VertexPartition(Strategy):
     name = "vertex"
+    simplicity = 2
+    splits_only = True
+    divides = "vertices"
+
+    @classmethod
+    def step_traffic(cls, workers: int, shape) -> list[tuple[str, float, int]]:
+        """Each layer's halo rows, forward and backward, once per snapshot of the window."""
+        if workers < 2:
+            return []
+        halo = (shape.halo_rows or {}).get(workers, 0.0) * shape.hidden * 4
+        return [("allreduce", halo, shape.window * 2 * shape.layers)]
     Options = VertexOptions
     family = "window"
     needs = ("row_local",)   # a worker holds its own rows; other vertices reach it through adj.spmm's halo
