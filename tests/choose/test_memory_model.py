@@ -274,3 +274,17 @@ def test_a_partition_s_bytes_are_counted_from_what_the_engine_holds(store):
     m = measured_snapshot(directed, config)
     both = measured_frames(directed, config, m)
     assert both["partition_bytes_per_nnz"] > got["partition_bytes_per_nnz"] + 8   # the transposes' 20 per nnz
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_bgl_s_cache_levels_are_counted_from_its_options_up_to_the_feature_table(store, gpu):
+    from dynagnn.choose.memory_model import strategy_bytes
+
+    s = open_store(store)
+    table = s.num_nodes * s.feature_dim() * 4   # 300 x 8 float32: 9,600 bytes
+    for l1, l2 in ((0.001, 0.002), (0.001, 1.0), (1.0, 0.0)):
+        config = TrainConfig.of(model="sage", task="classify", strategy="sampled", cache_l1_mb=l1, cache_l2_mb=l2,
+                                device="cuda" if gpu else "cpu")
+        levels = (l1,) if gpu else (l1, l2)   # on a GPU the host's level is not the device's
+        want = sum(min(mb * 2**20, table) for mb in levels)
+        assert strategy_bytes(s, config) == pytest.approx(want)

@@ -269,7 +269,7 @@ def frames_bytes(store, config, measured: dict | None = None, model: torch.nn.Mo
     nnz = _nnz(store)
     if model is None:
         model = _model_and_head(store, config)[0]
-    from dynagnn.train.frame_engine import partitions_matter, reuses_ax
+    from dynagnn.train.frame_engine import reuses_ax
 
     needs = set(model.frame_needs()) if hasattr(model, "frame_needs") else {"x", "adjs"}
     reused = reuses_ax(needs, getattr(o, "frame_reuse", "on") == "on")
@@ -404,13 +404,12 @@ def _array_bytes(obj, depth: int = 2) -> float:
 
 
 def strategy_bytes(store, config, measured: dict | None = None, model: torch.nn.Module | None = None) -> float:
-    """What the strategy adds of its own: :func:`frames_bytes`, :func:`sampled_bytes` (0 otherwise;
-    the event models' terms are :func:`event_bytes`)."""
+    """What the strategy adds of its own: :func:`frames_bytes` where it runs PiPAD's frames, else what
+    it says it holds (``Strategy.held_bytes``: BGL's cache levels; the event models' terms are
+    :func:`event_bytes`)."""
     if _frames(config):
         return frames_bytes(store, config, measured, model)
-    if "sampled" in config.strategy_cls.models:
-        return sampled_bytes(store, config)
-    return 0.0
+    return float(config.strategy_cls.held_bytes(store, config.options, _gpu(config)))
 
 
 def load_bytes(store, config) -> float:
