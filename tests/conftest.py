@@ -15,6 +15,14 @@ NO_CUDA = "no CUDA device: the cuda half of a device-parametrised test runs wher
 DEVICES = ["cpu", pytest.param("cuda", marks=(pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA)))]
 
 
+@pytest.fixture(autouse=True)
+def choices_folder(tmp_path_factory, monkeypatch):
+    """Each test its own remembered choices (``DYNAGNN_CHOICES``, its processes' too): a test's auto
+    run never recalls another's choice, nor writes into the user's cache."""
+    folder = tmp_path_factory.mktemp("choices")
+    monkeypatch.setenv("DYNAGNN_CHOICES", str(folder))
+    return folder
+
 
 def needs_gpu(test):
     """A test that needs a GPU and has no CPU half: marked ``gpu``, skipped with DEVICES' reason."""

@@ -26,6 +26,14 @@ from tests.train.conftest import small_store
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
 
 
+@pytest.fixture
+def measured(monkeypatch):
+    """A choice by measurement however short the run (measuring predicted free): the full path's tests."""
+    from dynagnn.choose import resolve
+
+    monkeypatch.setattr(resolve, "full_choice_seconds", lambda base: 0.0)
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("auto") / "link.zarr", num_snapshots=12)
@@ -67,13 +75,37 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
     assert again.label == doc["chosen"] and again.config.strategy == doc["chosen"].split()[0]
 
 
-def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_prediction(store):
-    from dynagnn.choose.resolve import resolve
+def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step(store, monkeypatch):
+    from dynagnn.choose import resolve as auto
+    from dynagnn.choose import trials
     from dynagnn.choose.rule import TIE
 
-    choice = resolve(store, Request.of(cores=2, **TINY))   # 2 epochs: a share of ms
+    def no_trainer(*args, **kwargs):
+        raise AssertionError("the short path builds no trainer")
+    monkeypatch.setattr(trials.Trials, "measure", no_trainer)
+    choice = auto.resolve(store, Request.of(cores=2, **TINY))   # 2 epochs of a tiny store: ms of training
     rep = choice.report
-    assert rep["chosen_by"] == "prediction" and rep["trial_seconds_total"] < 0.05
+    assert rep["source"] == rep["chosen_by"] == "prediction" and rep["base"]["quick"]
+    # what measuring would cost is over the share of the training predicted
+    assert rep["full_choice_estimate_seconds"] > rep["trial_share"] * rep["expected_training_seconds"]
+    one = [r for r in rep["candidates"] if r["reason"] is None or r["predicted_seconds"] is not None]
+    assert one and all(r["workers"] * r["processes_per_worker"] == 1 for r in one)
+    best = min(r["predicted_seconds"] for r in one)
+    assert rep["expected_training_seconds"] == pytest.approx(best * TINY["epochs"])
+    chosen = next(r for r in rep["candidates"] if r["chosen"])
+    assert chosen["predicted_seconds"] <= best * (1 + TIE) and chosen["predicted_peak_bytes"] > 0
+    several = [r for r in rep["candidates"] if r["workers"] * r["processes_per_worker"] > 1 and
+               "chosen only on a trial" in (r["reason"] or "")]
+    assert several and all("too short to pay for trials" in r["reason"] for r in several)
+    assert "predicted from one snapshot's step" in choice.line
+
+
+def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_prediction(store, measured):
+    from dynagnn.choose import resolve as auto
+    from dynagnn.choose.rule import TIE
+    choice = auto.resolve(store, Request.of(cores=2, **TINY))   # 2 epochs: a share of ms
+    rep = choice.report
+    assert rep["chosen_by"] == "prediction" and rep["trial_seconds_total"] < 0.05 and "quick" not in rep["base"]
     rows = [r for r in rep["candidates"] if r["predicted_seconds"] is not None]
     assert all(r["trial_seconds"] is None and r["epoch_seconds"] is None for r in rep["candidates"])
     one = [r for r in rows if r["workers"] * r["processes_per_worker"] == 1]
@@ -85,7 +117,8 @@ def test_a_share_too_small_to_time_a_candidate_leaves_the_choice_to_the_predicti
     assert choice.line.endswith("could time none beside the plain loop's measurement)")
 
 
-def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_the_prediction(store, monkeypatch):
+def test_a_failed_plain_trial_with_the_others_turned_away_leaves_the_choice_to_the_prediction(store, monkeypatch,
+                                                                                              measured):
     from dynagnn.choose import resolve as auto
 
     def trials(store_path, config, tried, *, steps, rounds, measure, failed, clock):

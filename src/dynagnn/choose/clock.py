@@ -22,6 +22,21 @@ BASE_ROUNDS = 3
 # gradients zeroed, the thread count switched, a step slower than predicted): on issue 30's CPU
 # matrix the trials took 0.95-1.30x the steps' estimate, so the share is planned with this margin
 TRIAL_MARGIN = 1.3
+# what the full choice's measurements cost beyond their timed steps: two trainers of the plain loop
+# built, the memory model's measured step of each strategy, the frames measured at start (issue 54's
+# short cases on this 2-core machine: 1.7-4.7 s for the base, 0.9 s for the memory model)
+MEASURE_SECONDS = 3.0
+
+
+def full_choice_seconds(base, rounds: int = BASE_ROUNDS, steps: int = TRIAL_STEPS) -> float:
+    """What measuring a run's base costs (:func:`~dynagnn.choose.predict.measure_base`: the plain
+    loop at each thread count for ``rounds`` rounds and a warm-up round of ``steps`` steps and a
+    warm-up step, and :data:`MEASURE_SECONDS`), from a quick base
+    (:func:`~dynagnn.choose.predict.quick_base`): the least a choice by trials costs before its first
+    trial."""
+    n = min(steps, max(base.steps, 1))
+    per_step = sum(base.seconds.values()) / max(base.steps, 1)
+    return MEASURE_SECONDS + TRIAL_MARGIN * (rounds + 1) * (n + 1) * per_step
 
 
 def _trial_parts(c: Candidate, predicted: float, steps_per_epoch: int, build_s: float = 0.0,

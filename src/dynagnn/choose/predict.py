@@ -75,6 +75,7 @@ DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
 # 2-core machine, read off the trials of group (1x2) and vertex (2x1) against sequential on tiny steps
 STEP_SYNC_SECONDS = 4e-3
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
+QUICK_OVERHEAD = 1.0    # what a trainer's step adds to the model's own forward and backward (quick_base)
 FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
 
 
@@ -230,6 +231,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
         if carry:
             base.update(window=len(ends), carry=True)
         base.update(_snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes or ()))
+        base.pop("snapshot_seconds", None)
         sizes = sorted({int(s) for s in frame_sizes})
         if sizes:
             # a frame never spans more than the window, or in a carried sequence its tbptt piece
@@ -262,6 +264,30 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     base.update(seconds={c.threads: plain_seconds(c, got) for c, got in trials.items()},
                 steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())))
     return Base(**base)
+
+
+def quick_base(store, config, model, cores: int, frame_sizes=()) -> Base | None:
+    """A :class:`Base` without a trainer, for the chooser's short path (issue 54): a snapshot model's
+    epoch as one snapshot's forward and backward (timed at 1 and ``cores`` threads on the last sampled
+    snapshot, :func:`_snapshot_terms`) times the epoch's snapshot steps, times :data:`QUICK_OVERHEAD`
+    (what a trainer's step adds: the head, the loss, the optimiser, the feed); the other terms as
+    :func:`measure_base` has them. None for an event or sampled model, or one with no step to time."""
+    from dynagnn.choose.candidates import Candidate, chosen_config, plain_name
+    from dynagnn.models import model_kind
+
+    if model_kind(config.model) != "snapshot":
+        return None
+    ends, carry = _training_ends(chosen_config(config, Candidate(plain_name("snapshot"))), store)
+    terms = _snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes, thread_counts=(1,))
+    per = terms.pop("snapshot_seconds", None)
+    if not ends or not per or not all(v > 0 for v in per.values()):
+        return None
+    snapshots = model_steps_per_epoch(ends, int(config.window), carry)
+    steps = 1 if carry else math.ceil(len(ends) / max(1, int(config.batch_windows)))
+    return Base(seconds={t: v * snapshots * QUICK_OVERHEAD for t, v in per.items()}, steps=steps,
+                params=sum(p.numel() for p in model.parameters()), num_nodes=int(store.num_nodes),
+                window=len(ends) if carry else int(config.window), hidden=int(config.hidden), carry=carry,
+                gpu=config.device.startswith("cuda"), **terms)
 
 
 def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:
@@ -300,9 +326,11 @@ def _sample(store) -> list[int]:
     return sorted({int(round(i * (T - 1) / max(SAMPLE_SNAPSHOTS - 1, 1))) for i in range(min(T, SAMPLE_SNAPSHOTS))})
 
 
-def _snapshot_terms(store, config, model, cores: int, frame_sizes=()) -> dict:
+def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_counts=()) -> dict:
     """A snapshot model's aggregation and forward shares, its GCN layers, the overlap rate of frames
-    of each of ``frame_sizes`` (the candidates') and the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
+    of each of ``frame_sizes`` (the candidates'), one snapshot's forward and backward seconds at
+    ``cores`` threads and at each of ``thread_counts`` (``snapshot_seconds``: {threads: seconds}) and
+    the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
     from dynagnn.analysis.commvolume.closed import vertex_volume_hash
     from dynagnn.cost.step_times import model_step_times
     from dynagnn.graph.overlap import overlap_rate, split_frame
@@ -313,9 +341,11 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=()) -> dict:
     layers = max(1, len(find_gcn_layers(model)))
     out: dict = {"layers": layers}
     try:
-        fwd, bwd = model_step_times(store, config.model, config.hidden, threads=cores, repeats=2,
-                                    device=config.device, snapshots=sample[-1:])
-        step = float(np.nansum(fwd) + np.nansum(bwd))
+        out["snapshot_seconds"] = {}
+        for threads in sorted({cores, *thread_counts}):
+            fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads, repeats=2,
+                                        device=config.device, snapshots=sample[-1:])
+            out["snapshot_seconds"][threads] = step = float(np.nansum(fwd) + np.nansum(bwd))
         agg = _spmm_seconds(edges[-1], store.num_nodes, config.hidden, cores, config.device)
         out["agg_share"] = min(0.9, 2 * layers * agg / step) if step > 0 else 0.0
         out["fwd_share"] = float(np.nansum(fwd)) / step if step > 0 else 0.5

@@ -50,10 +50,13 @@ class ChooserOptions(Options):
         None, "auto: the peak memory a training process may take, in bytes or as a size (512MiB, 4GB); null = "
         "the device's free memory (the host's available memory on a CPU)", type=["string", "integer", "null"])
     trial_share: float = option(
-        0.1, "auto: the trials' time as a share of the expected training time (the best predicted epoch times "
-        "the epochs), a bound: the best predicted candidates are timed while it lasts; a share too small to time "
-        "one beside the plain loop leaves the choice to the prediction (above 1: trials longer than the training, "
-        "for a comparison)", type="number", exclusiveMinimum=0)
+        0.1, "auto: the choice's time as a share of the expected training time (the best predicted epoch times the "
+        "epochs), a bound on its measurements and trials together: a run too short to pay for measuring is chosen "
+        "from one snapshot's step timed, and the best predicted candidates are timed while the share lasts (above "
+        "1: a choice longer than the training, for a comparison)", type="number", exclusiveMinimum=0)
+    choose_again: bool = option(
+        False, "auto: choose anew, ignoring the choice remembered for the same store, run and machine (the choices "
+        "folder: $DYNAGNN_CHOICES, else ~/.cache/dynagnn/choices); the new choice replaces it", type="boolean")
     cores: int | None = option(
         None, "auto: the CPU cores its candidates may fill with processes x threads (null = the cores this "
         "process may run on)", type=["integer", "null"], minimum=1)

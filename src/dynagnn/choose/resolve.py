@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from dynagnn.choose.candidates import (Candidate, check_run, chosen_config, plain_model,  # noqa: F401
                                        run_candidates)
-from dynagnn.choose.clock import BASE_ROUNDS, TRIAL_ROUNDS, TRIAL_STEPS, TrialClock, trial_plan
+from dynagnn.choose.clock import (BASE_ROUNDS, TRIAL_ROUNDS, TRIAL_STEPS, TrialClock, full_choice_seconds,
+                                  trial_plan)
 from dynagnn.choose.request import REPORT_FILE, parse_budget
 from dynagnn.choose.rule import _mib, choose, report, summary_line
 from dynagnn.errors import ConfigError, one_line
@@ -164,15 +165,21 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     API's :func:`~dynagnn.api.with_plan`); trials of a group candidate need it."""
     from dynagnn.data.store import open_store
     from dynagnn.distributed.launch import available_cores
-    from dynagnn.choose.predict import DEFAULT_LINK, measure_base, predict, spearman, with_predictor
+    from dynagnn.choose.predict import DEFAULT_LINK, measure_base, predict, quick_base, spearman, with_predictor
     from dynagnn.choose.trials import Trials
+
+    from dynagnn.choose import remember
 
     o = config.options
     budget = parse_budget(o.memory_budget)
     t0 = time.perf_counter()
     store = open_store(store_path)
-    model = plain_model(store, config)
     cores = int(o.cores or available_cores())
+    key = remember.what(store, config, cores)
+    recalled = None if o.choose_again else recalled_choice(key, config, budget, t0)
+    if recalled is not None:
+        return recalled
+    model = plain_model(store, config)
     cands = run_candidates(store, config, model)
     runnable = [c for c in cands if c.reason is None]
     if not runnable:
@@ -182,17 +189,27 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         budget_used, budget_from = free_memory(config.device), "free memory"
     else:
         budget_used, budget_from = budget, "--memory-budget"
+    multi = [c for c in cands if c.processes > 1]
+    multi_runnable = [c for c in multi if c.reason is None]
+    if multi and not multi_runnable:
+        log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
+                 multi[0].label(), multi[0].reason)
+    quick = quick_base(store, config, model, cores, _frame_sizes(runnable))
+    if quick is not None:
+        choice = short_choice(store, config, cands, quick, budget_used, cores, t0)
+        if choice is not None:
+            choice.report["memory_budget_from"] = budget_from
+            remember.remember(key, next(r for r in choice.report["candidates"] if r["chosen"]), choice.report)
+            return choice
     peak = peaks(store, config, runnable)
     fits = [c for c in runnable if peak[c] <= budget_used]
     if not fits:
         smallest = min(runnable, key=peak.get)
         raise ConfigError(f"memory budget {_mib(budget_used)} ({budget_from}) fits no candidate; the smallest, "
                           f"{smallest.label()}, needs {_mib(peak[smallest])}: give at least that (--memory-budget)")
-    multi = [c for c in cands if c.processes > 1]
-    if multi and not any(c.processes > 1 for c in fits):
-        first = next(c for c in multi if c.reason) if any(c.reason for c in multi) else multi[0]
-        log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
-                 first.label(), first.reason or "over the memory budget")
+    if multi_runnable and not any(c.processes > 1 for c in fits):
+        log.info("auto: no candidate of several processes fits the memory budget (%s needs %s); one process only",
+                 multi_runnable[0].label(), _mib(peak[multi_runnable[0]]))
     # the plain loop's trainers kept for its trials too, as many trainers as the budget holds at once
     with Trials(store_path, steps, rounds + 1, budget=budget_used) as live:
         configs = TrialConfigs(config, planned)
@@ -202,14 +219,14 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         one = sorted((c for c in fits if c.processes == 1), key=lambda c: (peak[c], c.simplicity()))
         plain = [c for c in one if c.plain]
         base = measure_base(store, config, model, cores, measure, max(rounds, BASE_ROUNDS), cands=plain or one[:1] or None,
-                            frame_sizes={dict(c.options).get("frame_size", 1) for c in fits
-                                         if runs_frames(c.strategy)})
+                            frame_sizes=_frame_sizes(fits))
         link = DEFAULT_LINK
         if o.predictor:   # the profile stage's cost model and channel costs for this device
             base, link = with_predictor(base, o.predictor, store, config)
         predicted = {c: predict(c, base, link) for c in fits}
         expected = min(predicted.values()) * int(config.epochs)
-        share_s = float(o.trial_share) * expected
+        # the share bounds the whole choice: what its measurements spent is not the trials' to spend
+        share_s = max(0.0, float(o.trial_share) * expected - (time.perf_counter() - t0))
         planned_trials = (trial_plan(predicted, share_s, base.steps, base.build_seconds, steps=steps, rounds=rounds,
                                      frame_build_s=base.frame_build_seconds, gpu=base.gpu)
                           if len(fits) > 1 else {})
@@ -249,7 +266,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
         if not tried:   # the seconds it was chosen by are predictions, not a trial's
             row["epoch_seconds"] = None
     timed = [c for c in tried if c in seconds]
-    rep.update({"memory_budget_from": budget_from, "cores": cores, "device": config.device,
+    rep.update({"source": "trials" if tried else "prediction", "memory_budget_from": budget_from, "cores": cores,
+                "device": config.device,
                 "trial_share": float(o.trial_share), "expected_training_seconds": expected,
                 "chosen_by": "trials" if tried else "prediction",
                 "trial_seconds_total": trial_s, "resolve_seconds_total": time.perf_counter() - t0,
@@ -266,8 +284,96 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     elif not tried:
         line += (f" (predicted: the trials' share of the run, {share_s:.2g} s, could time none beside the plain "
                  "loop's measurement)")
+    remember.remember(key, next(r for r in rep["candidates"] if r["chosen"]), rep)
     # the config its trials ran (a group candidate's plan: trained by the plan it was timed with)
     return Choice(configs.get(chosen) or chosen_config(config, chosen), config, rep, line)
+
+
+def _frame_sizes(cands) -> set[int]:
+    return {dict(c.options).get("frame_size", 1) for c in cands if runs_frames(c.strategy)}
+
+
+def short_choice(store, config, cands: list[Candidate], quick, budget: float, cores: int,
+                 t0: float) -> Choice | None:
+    """The choice of a run too short to pay for a choice by trials (issue 54), or None for one long
+    enough: where the trials' share of the training the quick base predicts
+    (:func:`~dynagnn.choose.predict.quick_base`, one snapshot's step timed, no trainer built) is less
+    than what measuring the base would cost (:func:`~dynagnn.choose.clock.full_choice_seconds`), the
+    fastest predicted candidate of one process whose predicted peak fits the budget (a tie to the
+    simpler), decided from that prediction alone; None too where none of one process fits."""
+    from dynagnn.choose.predict import predict
+
+    one = [c for c in cands if c.reason is None and c.processes == 1]
+    if not one:
+        return None
+    predicted = {c: predict(c, quick) for c in one}
+    expected = min(predicted.values()) * int(config.epochs)
+    full = full_choice_seconds(quick)
+    share_s = float(config.options.trial_share) * expected
+    if full <= share_s:
+        return None
+    left, peak, why = dict(predicted), {}, {}
+    while left:
+        chosen, _ = choose(left, {}, None)
+        peak.update(peaks(store, config, [chosen]))
+        if peak[chosen] <= budget:
+            break
+        why[chosen] = f"predicted peak {_mib(peak[chosen])} over the budget {_mib(budget)}"
+        del left[chosen]
+    else:   # none of one process fits: several may (each holds its share), which only the full choice weighs
+        log.info("auto: no candidate of one process fits the memory budget %s; choosing among all", _mib(budget))
+        return None
+    _, ranked = choose(left, {}, None)
+    why.update(ranked)
+    short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
+             f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
+    for c in cands:
+        if c.reason is None and c not in predicted:
+            why[c] = f"several processes are chosen only on a trial, and {short}"
+    rep = report(cands, {}, {}, chosen, why, budget)
+    for row, c in zip(rep["candidates"], cands):
+        row.update(predicted_seconds=predicted.get(c), predicted_peak_bytes=peak.get(c), trial_seconds=None)
+    rep.update({"source": "prediction", "chosen_by": "prediction",
+                "cores": cores, "device": config.device, "trial_share": float(config.options.trial_share),
+                "expected_training_seconds": expected, "full_choice_estimate_seconds": full,
+                "trial_seconds_total": 0.0, "resolve_seconds_total": time.perf_counter() - t0,
+                "spearman_predicted_vs_trials": None,
+                "base": {"seconds_by_threads": {str(k): v for k, v in quick.seconds.items()}, "steps": quick.steps,
+                         "agg_share": quick.agg_share, "fwd_share": quick.fwd_share, "quick": True}})
+    line = summary_line(predicted, chosen, cands) + f" (predicted from one snapshot's step: {short})"
+    return Choice(chosen_config(config, chosen), config, rep, line)
+
+
+def recalled_choice(key: dict, config, budget: float | None, t0: float) -> Choice | None:
+    """The remembered choice of ``key`` (:mod:`dynagnn.choose.remember`) as this run's, or None: none
+    remembered, one stale or damaged, one whose strategy is gone, or one whose predicted peak no longer
+    fits the memory budget (each logged, and chosen anew)."""
+    from dynagnn.choose.remember import path_of, recall
+
+    entry = recall(key)
+    if entry is None:
+        return None
+    row = entry["chosen"]
+    try:
+        cand = Candidate.from_row(row)
+        cfg = chosen_config(config, cand)
+    except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.warning("auto: the remembered choice %s cannot be trained now (%s): choosing anew", row.get("label"),
+                    one_line(exc))
+        return None
+    need = row.get("predicted_peak_bytes") or 0.0
+    free = budget if budget is not None else free_memory(config.device)
+    if need > free:
+        log.info("auto: the remembered choice %s needs %s, over the budget %s now: choosing anew", cand.label(),
+                 _mib(need), _mib(free))
+        return None
+    rep = dict(entry.get("report") or {})
+    rep.update({"source": "remembered", "remembered_from": str(path_of(key)),
+                "remembered_chosen_by": rep.get("chosen_by"), "trial_seconds_total": 0.0,
+                "resolve_seconds_total": time.perf_counter() - t0})
+    return Choice(cfg, config, rep, f"auto: {cand.label()}, remembered (chosen by {rep.get('chosen_by')} for the "
+                  f"same store, run and machine; --choose-again to choose anew)")
+
 
 
 def previous_choice(out, config) -> Choice | None:
