@@ -103,7 +103,7 @@ def is_auto(strategy):
     """Whether ``strategy`` is the chooser (family auto, issue 30): it times candidates on the job's cores,
     trains the one it chose and writes auto.json beside the metrics (rule train_auto); its pick is drawn in
     the compare figure of its (dataset, model, cores)."""
-    return family(strategy)["family"] == "auto"
+    return family(strategy)["chooses"]
 
 
 def run_figure(run):

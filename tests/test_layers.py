@@ -203,3 +203,28 @@ def test_no_private_name_crosses_packages():
             if _unit(target) != here and any(n.startswith("_") and n != "__version__" for n in names.get(line, [])):
                 bad.append(f"{path.relative_to(SRC.parent)}:{line}: {', '.join(names[line])} from {'.'.join(target)}")
     assert not bad, "private names imported from another package:\n" + "\n".join(bad)
+
+
+#: the most lines a module of src/ may have: past it, a module holds more than one job (issue 54)
+MAX_LINES = 550
+
+
+def test_no_module_is_over_the_line_limit():
+    over = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not over, f"modules over {MAX_LINES} lines (split them by responsibility): {over}"
+
+
+def test_the_chooser_is_told_apart_by_name_in_two_places():
+    """A run that names auto is routed once for the library (``request_of``) and once for the workflow
+    (``workflow_family``); everything else asks what they answer, and no strategy is called auto."""
+    import re
+
+    from dynagnn.train.strategies import STRATEGIES
+
+    root = SRC.parents[1]
+    tests = re.compile(r"[!=]=\s*(AUTO\b|[\"']auto[\"'])\s*(?:$|:|\))|(AUTO|[\"']auto[\"'])\s*[!=]=\s*(strategy|keys)")
+    files = [*SRC.rglob("*.py"), *(root / "rules").glob("*.smk"), root / "Snakefile"]
+    sites = [f"{p.relative_to(root)}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
+             if tests.search(line) and "strategy" in line]
+    assert sorted(s.split(":")[0] for s in sites) == ["src/dynagnn/api/runs.py", "src/dynagnn/choose/request.py"], sites
+    assert "auto" not in STRATEGIES

@@ -167,7 +167,7 @@ def test_a_toy_strategy_gets_its_flag_schema_check_and_family(toy, tmp_path):
         validate(cfg)
     # the workflow's family (what rules/common.smk asks)
     assert workflow_family("toy") == {"family": "toys", "procs_per_worker": 1, "needs_plan": False,
-                                      "figure": "toybox", "models": ["snapshot"]}
+                                      "figure": "toybox", "models": ["snapshot"], "chooses": False}
     # and it trains, reading its option through the CLI's flag
     store = small_store(tmp_path / "s.zarr")
     assert main(["-q", "train", str(store), "--out-dir", str(tmp_path / "o"), "--strategy", "toy", "--toy-knob", "7",

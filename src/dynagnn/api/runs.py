@@ -40,17 +40,18 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> di
 def workflow_family(strategy: str) -> dict:
     """What the workflow asks of a strategy a run names (``rules/common.smk``): the registry's answer
     (:func:`dynagnn.train.strategies.workflow_family`), and the chooser's: family auto, one process
-    that may fill its cores, no plan of its own, drawn in the compare figure of its pick, every model."""
+    that may fill its cores, no plan of its own, drawn in the compare figure of its pick, every model;
+    ``chooses``: the run is a request of the chooser (the one place the workflow's side tests the name)."""
     if strategy == AUTO:
         return {"family": AUTO, "procs_per_worker": 1, "needs_plan": False, "figure": None,
-                "models": ["snapshot", "stacked", "event", "sampled"]}
+                "models": ["snapshot", "stacked", "event", "sampled"], "chooses": True}
     return registry_family(strategy)
 
 
 def takes(strategy: str) -> set[str]:
     """The keys a run of ``strategy`` takes: every run's, and its strategy's options; a request of the
     chooser takes its own options and every option of a strategy it considers (it carries them)."""
-    if workflow_family(strategy)["family"] == AUTO:
+    if workflow_family(strategy)["chooses"]:
         return request_keys()
     return set(shared_fields()) | strategy_class(strategy).settable()
 
@@ -138,7 +139,7 @@ def train_runs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                 for workers in run.get("workers") or [opts.get("workers", 1)]:
                     w = int(workers)
                     options = {**keys_for(strategy, opts), "model": model, "strategy": strategy, "workers": w}
-                    if facts["family"] == AUTO:
+                    if facts["chooses"]:
                         cores = int(opts.get("cores") or w * threads)
                         options = {k: v for k, v in options.items() if k not in ("workers", "threads")}
                         out.append({"dataset": run["dataset"], "model": model, "strategy": strategy, "workers": 1,

@@ -76,10 +76,11 @@ def serving_strategies(model_cls: type, contract) -> list[str]:
 def workflow_family(name: str) -> dict:
     """What the workflow asks of strategy ``name`` (``rules/common.smk``): its family (strategies
     compared side by side), processes per worker, whether it trains by the schedule stage's plan, the
-    family figure its runs draw, and the model contracts it trains."""
+    family figure its runs draw, the model contracts it trains, and that it trains (``chooses``: False;
+    the chooser's answer is the API's)."""
     cls = strategy_class(name)
     return {"family": cls.family, "procs_per_worker": cls.procs_per_worker, "needs_plan": cls.needs_plan,
-            "figure": cls.figure, "models": list(cls.models)}
+            "figure": cls.figure, "models": list(cls.models), "chooses": False}
 
 
 __all__ = ["STRATEGIES", "Run", "Strategy", "register", "serving_strategies", "strategy_class", "workflow_family"]
