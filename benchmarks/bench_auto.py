@@ -35,6 +35,10 @@ Printed: a row per case, then the median and worst regret and the median trials'
 ``<bench dir>/auto/auto.csv`` (the rows) and ``auto.json`` (the rows, every candidate's predicted,
 trial and exhaustive epoch, and each case's auto.json).
 
+Then (not in the smoke run; ``DYNAGNN_BENCH_AUTO_TOTAL=0`` leaves it out) the total-time regret of
+:mod:`benchmarks.bench_auto_total`: choosing and training from process start to exit, over the best
+candidate named by hand. Every case chooses anew (an empty ``DYNAGNN_CHOICES``).
+
 Run alone: ``python -m benchmarks auto``. Environment: ``DYNAGNN_BENCH_AUTO_SMOKE=1`` (two small cases:
 a tiny churn store with the checkpointing budget and england_covid's carried sequence; a few
 minutes; ``python -m benchmarks.bench_auto --quick`` too), ``DYNAGNN_BENCH_AUTO_CASES``
@@ -426,6 +430,8 @@ def main(smoke: bool | None = None) -> dict:
     device = os.environ.get("DYNAGNN_BENCH_AUTO_DEVICE", "cpu")
     words = [w.strip().lower() for w in os.environ.get("DYNAGNN_BENCH_AUTO_CASES", "").split(",") if w.strip()]
     todo = [c for c in cases(smoke) if not words or any(w in c.words() for w in words)]
+    # every case chooses anew: a choice remembered by an earlier run would be no measurement of choosing
+    os.environ["DYNAGNN_CHOICES"] = tempfile.mkdtemp(prefix="dynagnn-bench-choices-")
     load = os.getloadavg()[0]   # a busy machine's timings are no record: say so beside them
     print(f"\n== --strategy auto against the exhaustive search: {len(todo)} cases, {cores} cores, "
           f"device {device}, hidden {hidden}; "
@@ -467,6 +473,10 @@ def main(smoke: bool | None = None) -> dict:
               "rows": rows,
               "summary": s, "cases": details}
     (out / f"{name}.json").write_text(json.dumps(_json_safe(result), indent=1))
+    if not smoke and os.environ.get("DYNAGNN_BENCH_AUTO_TOTAL", "1") != "0":   # beside it, the total-time regret
+        from . import bench_auto_total
+
+        result["total"] = bench_auto_total.main()
     return result
 
 
