@@ -184,7 +184,7 @@ def cases(smoke: bool) -> list[Case]:
 
 def config_of(case: Case, path: Path, cores: int, hidden: int, budget=None, device: str = "cpu"):
     """The auto run of ``case`` on ``path`` (``batch_windows: "all"`` made the training windows' count)."""
-    from dynagnn.train.run_config import TrainConfig
+    from dynagnn.choose.request import Request
 
     keys = dict(case.keys)
     if keys.get("batch_windows") == "all":
@@ -205,7 +205,7 @@ def checkpoint_budget(path: Path, config) -> float | None:
     predicted smaller). The candidates are enumerated as :func:`~dynagnn.choose.resolve.resolve`
     enumerates them."""
     from dynagnn.data.store import open_store
-    from dynagnn.train.strategies import auto
+    from dynagnn.choose import resolve as auto
 
     store = open_store(path)
     peak = auto.peaks(store, config, [c for c in auto.run_candidates(store, config) if c.reason is None])
@@ -219,9 +219,26 @@ def checkpoint_budget(path: Path, config) -> float | None:
 # ---- the measurement ------------------------------------------------------------------------------
 
 def runnable_rows(report: dict) -> list[dict]:
-    """The rows of an auto.json the exhaustive search runs: those auto predicted an epoch for (they
-    could run and fit the budget: chosen, timed, or left untimed by the trials' share)."""
-    return [r for r in report["candidates"] if r.get("predicted_seconds") is not None]
+    """The rows of an auto.json the exhaustive search runs: every candidate that can run (an older
+    auto.json without ``can_run``: those auto predicted an epoch for), less those whose predicted peak
+    is over the budget (:func:`fill_peaks` predicts those a short choice left unpredicted)."""
+    budget = report.get("memory_budget_bytes")
+    return [r for r in report["candidates"] if r.get("can_run", r.get("predicted_seconds") is not None)
+            and (budget is None or r.get("predicted_peak_bytes") is None or r["predicted_peak_bytes"] <= budget)]
+
+
+def fill_peaks(path: Path, config, report: dict) -> None:
+    """The predicted peak of each candidate that can run and has none in ``report`` (a choice from one
+    snapshot's step predicts its pick's only), so that the exhaustive search leaves out what is over the
+    budget, as a choice by trials would."""
+    from dynagnn.choose import resolve as auto
+    from dynagnn.data.store import open_store
+
+    rows = [r for r in report["candidates"] if r.get("can_run") and r.get("predicted_peak_bytes") is None]
+    if rows:
+        peak = auto.peaks(open_store(path), config, [candidate_of(r) for r in rows])
+        for r in rows:
+            r["predicted_peak_bytes"] = peak[candidate_of(r)]
 
 
 def candidate_of(row: dict):
@@ -302,8 +319,10 @@ def case_figures(report: dict, seconds: dict[str, float], epochs: int = EPOCHS) 
     rows = [r for r in runnable_rows(report) if r["label"] in seconds]
     best = min(seconds, key=seconds.get) if seconds else None
     run = seconds.get(chosen, math.nan) * epochs
+    # over the candidates it predicted (a choice from one snapshot's step predicts those of one process)
+    predicted = [(r["predicted_seconds"], seconds[r["label"]]) for r in rows if r["predicted_seconds"] is not None]
     return {"candidates_run": len(rows), "chosen": chosen, "best": best, "regret": regret(seconds, chosen),
-            "spearman": spearman([r["predicted_seconds"] for r in rows], [seconds[r["label"]] for r in rows]),
+            "spearman": spearman([p for p, _ in predicted], [m for _, m in predicted]),
             "trial_share": report["trial_seconds_total"] / run, "resolve_share": report["resolve_seconds_total"] / run,
             "chosen_epoch_s": seconds.get(chosen, math.nan), "best_epoch_s": seconds[best] if best else math.nan}
 
@@ -388,6 +407,7 @@ def run_case(case: Case, cores: int, hidden: int, steps: int, rounds: int, devic
         (folder / "auto").mkdir()
         (folder / "exhaustive").mkdir()
         choice = resolve(path, config, planned=lambda cfg: with_plan(path, cfg, folder / "auto"))
+        fill_peaks(path, config, choice.report)
         t0 = time.perf_counter()
         seconds, failed = exhaustive(path, config, choice.report, folder / "exhaustive", steps, rounds)
         took = time.perf_counter() - t0

@@ -76,6 +76,7 @@ DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
 STEP_SYNC_SECONDS = 4e-3
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
 QUICK_OVERHEAD = 1.0    # what a trainer's step adds to the model's own forward and backward (quick_base)
+QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (after its warm-up round)
 FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
 
 
@@ -232,20 +233,8 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
             base.update(window=len(ends), carry=True)
         base.update(_snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes or ()))
         base.pop("snapshot_seconds", None)
-        sizes = sorted({int(s) for s in frame_sizes})
-        if sizes:
-            # a frame never spans more than the window, or in a carried sequence its tbptt piece
-            piece = int(getattr(config.options, "tbptt", None) or base["window"]) if carry else base["window"]
-            span = min(piece, max(sizes))
-            built: list[float] = []
-            try:
-                base.update(frames={c.threads: frame_seconds(store, config, model, c.threads,
-                                                             [s for s in sizes if s <= span], span, carry, built=built)
-                                    for c in cands},
-                            frame_span=span, model_steps=model_steps_per_epoch(ends, int(config.window), carry),
-                            frame_build_seconds=float(np.median(built)) * int(store.num_snapshots) if built else 0.0)
-            except Exception as exc:  # noqa: BLE001 (a model whose frame path fails here: the closed form predicts it)
-                log.info("auto: frames not measured at start (%s); the closed form predicts them", one_line(exc))
+        base.update(_frames_terms(store, config, model, [c.threads for c in cands], frame_sizes, ends, carry,
+                                  base["window"]))
     first = {}
 
     def timed(c):   # the first round of each builds its trainer: that round's time beyond its steps is the build
@@ -266,6 +255,28 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     return Base(**base)
 
 
+def _frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry: bool, window: int,
+                  rounds: int = FRAME_ROUNDS) -> dict:
+    """The frames measured at start (:func:`frame_seconds` at each of ``thread_counts``, the frame
+    sizes among the candidates up to a frame's span: the window, or in a carried sequence its tbptt
+    piece) as :class:`Base`'s terms; {} where no candidate runs frames, or the model's frame path
+    fails here (the closed form predicts them then)."""
+    sizes = sorted({int(s) for s in frame_sizes})
+    if not sizes:
+        return {}
+    piece = int(getattr(config.options, "tbptt", None) or window) if carry else window
+    span = min(piece, max(sizes))
+    built: list[float] = []
+    try:
+        frames = {t: frame_seconds(store, config, model, t, [s for s in sizes if s <= span], span, carry,
+                                   rounds=rounds, built=built) for t in thread_counts}
+    except Exception as exc:  # noqa: BLE001 (a model whose frame path fails here: the closed form predicts it)
+        log.info("auto: frames not measured at start (%s); the closed form predicts them", one_line(exc))
+        return {}
+    return {"frames": frames, "frame_span": span, "model_steps": model_steps_per_epoch(ends, int(config.window), carry),
+            "frame_build_seconds": float(np.median(built)) * int(store.num_snapshots) if built else 0.0}
+
+
 def quick_base(store, config, model, cores: int, frame_sizes=()) -> Base | None:
     """A :class:`Base` without a trainer, for the chooser's short path (issue 54): a snapshot model's
     epoch as one snapshot's forward and backward (timed at 1 and ``cores`` threads on the last sampled
@@ -284,10 +295,14 @@ def quick_base(store, config, model, cores: int, frame_sizes=()) -> Base | None:
         return None
     snapshots = model_steps_per_epoch(ends, int(config.window), carry)
     steps = 1 if carry else math.ceil(len(ends) / max(1, int(config.batch_windows)))
+    window = len(ends) if carry else int(config.window)
+    # the frames' saving measured at the cores' threads only, over fewer rounds: what the closed form
+    # misses most (a carried sequence's frames, 1.3-1.4x on twitter_tennis), for a quarter second
+    terms.update(_frames_terms(store, config, model, [max(1, int(cores))], frame_sizes, ends, carry, window,
+                               rounds=QUICK_FRAME_ROUNDS))
     return Base(seconds={t: v * snapshots * QUICK_OVERHEAD for t, v in per.items()}, steps=steps,
                 params=sum(p.numel() for p in model.parameters()), num_nodes=int(store.num_nodes),
-                window=len(ends) if carry else int(config.window), hidden=int(config.hidden), carry=carry,
-                gpu=config.device.startswith("cuda"), **terms)
+                window=window, hidden=int(config.hidden), carry=carry, gpu=config.device.startswith("cuda"), **terms)
 
 
 def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:
@@ -341,11 +356,15 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
     layers = max(1, len(find_gcn_layers(model)))
     out: dict = {"layers": layers}
     try:
-        out["snapshot_seconds"] = {}
-        for threads in sorted({cores, *thread_counts}):
-            fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads, repeats=2,
-                                        device=config.device, snapshots=sample[-1:])
-            out["snapshot_seconds"][threads] = step = float(np.nansum(fwd) + np.nansum(bwd))
+        seconds: dict[int, float] = {}
+        counts = sorted({cores, *thread_counts})
+        for _ in range(2 if len(counts) > 1 else 1):   # the thread counts interleaved, the faster of two kept
+            for threads in counts:
+                fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads, repeats=2,
+                                            device=config.device, snapshots=sample[-1:])
+                seconds[threads] = min(seconds.get(threads, math.inf), float(np.nansum(fwd) + np.nansum(bwd)))
+        out["snapshot_seconds"] = seconds
+        step = seconds[cores]
         agg = _spmm_seconds(edges[-1], store.num_nodes, config.hidden, cores, config.device)
         out["agg_share"] = min(0.9, 2 * layers * agg / step) if step > 0 else 0.0
         out["fwd_share"] = float(np.nansum(fwd)) / step if step > 0 else 0.5

@@ -1,8 +1,11 @@
 """``--strategy auto`` (issue 30): a request resolved into the run of the chosen candidate.
 
-:func:`resolve` turns a :class:`~dynagnn.choose.request.Request` into the run of the chosen candidate:
-the candidates enumerated (:mod:`dynagnn.choose.candidates`), each one's epoch predicted
-(:mod:`dynagnn.choose.predict`) and its peak memory (:mod:`dynagnn.choose.memory_model`), the best
+:func:`resolve` turns a :class:`~dynagnn.choose.request.Request` into the run of the chosen candidate,
+paying for the choice from the same share of the expected training as its trials (issue 54): a
+choice remembered for the same store, run and machine is recalled (:func:`recalled_choice`,
+:mod:`dynagnn.choose.remember`); a run too short to pay for measuring is chosen from one snapshot's
+step timed (:func:`short_choice`); else the candidates enumerated (:mod:`dynagnn.choose.candidates`),
+each one's epoch predicted (:mod:`dynagnn.choose.predict`) and its peak memory (:mod:`dynagnn.choose.memory_model`), the best
 predicted that fit the budget timed within the trials' share (:func:`~dynagnn.choose.clock.trial_plan`,
 and :class:`~dynagnn.choose.clock.TrialClock` as it is spent: a bound), the fastest measured chosen
 (:func:`~dynagnn.choose.rule.choose`); where the share could time none beside the plain loop (a run of
@@ -167,9 +170,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     from dynagnn.data.store import open_store
     from dynagnn.distributed.launch import available_cores
     from dynagnn.choose.predict import DEFAULT_LINK, measure_base, predict, quick_base, spearman, with_predictor
-    from dynagnn.choose.trials import Trials
-
     from dynagnn.choose import remember
+    from dynagnn.choose.trials import Trials
 
     o = config.options
     budget = parse_budget(o.memory_budget)
@@ -296,6 +298,16 @@ def _frame_sizes(cands) -> set[int]:
 
 #: the short path's margin on a peak predicted without the frames' own measurement
 SHORT_MARGIN = 2.0
+#: predictions from one snapshot's step within 10% of each other are a tie: that step times the
+#: thread counts apart from the trainer's own serial work, and on issue 54's matrix its 1-against-2
+#: thread call flipped between runs of the same case (1.25-1.5x either way)
+QUICK_TIE = 0.10
+
+
+def _quick_key(c: Candidate) -> tuple:
+    """The short path's tie-break: the simpler, then the more threads (all the cores were the
+    fastest in 9 of the epoch-regret matrix's 13 cases)."""
+    return (*c.simplicity(), -c.threads)
 
 
 def short_choice(store, config, cands: list[Candidate], quick, budget: float, cores: int,
@@ -319,7 +331,7 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
         return None
     left, peak, why = dict(predicted), {}, {}
     while left:
-        chosen, _ = choose(left, {}, None)
+        chosen, _ = choose(left, {}, None, QUICK_TIE, _quick_key)
         # frames' own measurement only where the estimate without it comes within half the budget
         peak.update(peaks(store, config, [chosen], frames=False))
         if peak[chosen] > budget / SHORT_MARGIN:
@@ -331,7 +343,7 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     else:   # none of one process fits: several may (each holds its share), which only the full choice weighs
         log.info("auto: no candidate of one process fits the memory budget %s; choosing among all", _mib(budget))
         return None
-    _, ranked = choose(left, {}, None)
+    _, ranked = choose(left, {}, None, QUICK_TIE, _quick_key)
     why.update(ranked)
     short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
              f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")

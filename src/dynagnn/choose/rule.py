@@ -17,10 +17,12 @@ TIE = 0.02          # measured epochs within 2% of each other are a tie
 
 
 def choose(measured: dict[Candidate, float], peak_bytes: dict[Candidate, float], budget: float | None,
-           tie: float = TIE) -> tuple[Candidate, dict[Candidate, str]]:
+           tie: float = TIE, key=None) -> tuple[Candidate, dict[Candidate, str]]:
     """(the chosen candidate, {candidate: why it was not chosen}) from the measured epoch seconds and
     peak memory of the candidates that ran (module docstring). ConfigError, in one line, when the
-    budget fits none: it names the smallest budget that would fit and the candidate that needs it."""
+    budget fits none: it names the smallest budget that would fit and the candidate that needs it.
+    ``key``: the tie-break (default :meth:`~dynagnn.choose.candidates.Candidate.simplicity`)."""
+    key = key or (lambda c: c.simplicity())
     if not measured:
         raise ConfigError("auto: no candidate could run (each one's reason is in auto.json)")
     fits = {c: t for c, t in measured.items() if budget is None or peak_bytes.get(c, 0.0) <= budget}
@@ -29,7 +31,7 @@ def choose(measured: dict[Candidate, float], peak_bytes: dict[Candidate, float],
         raise ConfigError(f"memory budget {_mib(budget)} fits no candidate; the smallest, {smallest.label()}, "
                           f"needs {_mib(peak_bytes[smallest])}: give at least that (--memory-budget)")
     best = min(fits.values())
-    chosen = min((c for c, t in fits.items() if t <= best * (1 + tie)), key=lambda c: c.simplicity())
+    chosen = min((c for c, t in fits.items() if t <= best * (1 + tie)), key=key)
     why = {}
     for c, t in measured.items():
         if c == chosen:
@@ -52,13 +54,15 @@ def _mib(n: float | None) -> str:
 def report(cands: list[Candidate], seconds: dict[Candidate, float], peak: dict[Candidate, float],
            chosen: Candidate, why: dict[Candidate, str], budget: float | None) -> dict:
     """``auto.json``: every candidate in enumeration order with its measured epoch seconds and peak
-    bytes (null where it was not timed), whether it was chosen, and one line of reason for each one
-    not chosen (it cannot run, or the choice's reason)."""
+    bytes (null where it was not timed), whether it was chosen, whether it can run (its strategy
+    serves the run at its workers), and one line of reason for each one not chosen (it cannot run, or
+    the choice's reason)."""
     rows = []
     for c in cands:
         rows.append({"strategy": c.strategy, "workers": c.workers, "processes_per_worker": c.procs,
                      "threads": c.threads, "options": dict(c.options), "label": c.label(),
                      "epoch_seconds": seconds.get(c), "peak_bytes": peak.get(c), "chosen": c == chosen,
+                     "can_run": c.reason is None,
                      "reason": None if c == chosen else (c.reason or why.get(c, "not timed"))})
     return {"version": 1, "memory_budget_bytes": budget, "chosen": chosen.label(), "candidates": rows}
 
