@@ -45,3 +45,11 @@ def test_the_summary_takes_medians_and_names_the_cases_whose_choosing_cost_more_
     assert s["median_remembered_regret"] == pytest.approx(1.0) and s["worst_remembered_choose_s"] == 0.05
     assert s["choosing_over_training"] == ["b"]
     assert math.isnan(total.summary([rows[-1]])["median_regret"])
+
+
+def test_the_training_s_seconds_are_read_from_the_run_s_log():
+    log = ("2026-12-07 INFO dynagnn: auto: frames 1x1x1t (frame_size=4), remembered\n"
+           "2026-12-07 INFO dynagnn: tgcn/frames: 7 epochs in 3.6s; best epoch 1: val_mse 0.5294\n")
+    assert total.training_seconds(log) == 3.6
+    with pytest.raises(ValueError, match="no 'N epochs in X s' line"):
+        total.training_seconds("a run that logged nothing of its epochs")

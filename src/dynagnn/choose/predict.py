@@ -358,10 +358,11 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
     try:
         seconds: dict[int, float] = {}
         counts = sorted({cores, *thread_counts})
-        for _ in range(2 if len(counts) > 1 else 1):   # the thread counts interleaved, the faster of two kept
+        passes = 2 if len(counts) > 1 else 1
+        for _ in range(passes):   # the thread counts interleaved, the faster of two passes kept
             for threads in counts:
-                fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads, repeats=2,
-                                            device=config.device, snapshots=sample[-1:])
+                fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads,
+                                            repeats=3 - passes, device=config.device, snapshots=sample[-1:])
                 seconds[threads] = min(seconds.get(threads, math.inf), float(np.nansum(fwd) + np.nansum(bwd)))
         out["snapshot_seconds"] = seconds
         step = seconds[cores]
