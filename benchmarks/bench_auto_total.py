@@ -26,7 +26,9 @@ its own loop for 15 epochs: england_covid, twitter_tennis and a chickenpox-like 
 
 Run: ``python -m benchmarks auto`` (after the epoch regret) or ``python -m benchmarks.bench_auto_total``.
 Environment: ``DYNAGNN_BENCH_AUTO_TOTAL_ROUNDS`` (default 3), ``DYNAGNN_BENCH_AUTO_CASES`` (words, as
-the epoch regret's), ``DYNAGNN_BENCH_AUTO_TOTAL_LOADED=0`` (no loaded case). Written:
+the epoch regret's), ``DYNAGNN_BENCH_AUTO_TOTAL_LOADED=0`` (no loaded case),
+``DYNAGNN_BENCH_AUTO_TOTAL_SRC`` (the runs' ``PYTHONPATH``: another checkout's ``src``, for a table
+of the code before a change). Written:
 ``<bench dir>/auto/auto_total.csv`` and ``.json``.
 """
 
@@ -193,6 +195,8 @@ def run_case(case: Case, rounds: int, cores: int) -> dict:
     auto_keys = {k: v for k, v in base.items()}
     work = Path(tempfile.mkdtemp(prefix="dynagnn-total-"))
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if os.environ.get("DYNAGNN_BENCH_AUTO_TOTAL_SRC"):   # the runs on another checkout's code (a before/after table)
+        env["PYTHONPATH"] = os.environ["DYNAGNN_BENCH_AUTO_TOTAL_SRC"]
     loader = None
     if case.loaded:   # a second job of equal weight: the same run named, in a loop
         loader = _Loader(store, work / "load", auto_keys, env)
@@ -209,7 +213,7 @@ def run_case(case: Case, rounds: int, cores: int) -> dict:
             walls["auto"].append(_run(store, work / "auto", auto_keys, {**env, "DYNAGNN_CHOICES": str(folder)}))
             doc = json.loads((work / "auto" / "auto.json").read_text())
             choose.append(doc["resolve_seconds_total"])
-            chosen, source = doc["chosen"], doc["source"]
+            chosen, source = doc["chosen"], doc.get("source", doc.get("chosen_by"))
             walls["remembered"].append(_run(store, work / "auto", auto_keys, {**env, "DYNAGNN_CHOICES": str(folder)}))
             remembered_choose.append(json.loads((work / "auto" / "auto.json").read_text())["resolve_seconds_total"])
             for label, keys in named_keys_of.items():

@@ -68,6 +68,7 @@ def test_its_speed_option_and_rank_come_from_the_class(toy):
 def test_it_is_predicted_trialled_and_chosen_where_it_is_the_fastest(toy, store, monkeypatch, tmp_path):
     from dynagnn.choose import trials
     from dynagnn.api.plan import with_plan
+    from dynagnn.choose import resolve as auto
     from dynagnn.choose.resolve import resolve
 
     real = trials.Trials.measure
@@ -78,6 +79,7 @@ def test_it_is_predicted_trialled_and_chosen_where_it_is_the_fastest(toy, store,
             return got
         return dataclasses.replace(got, step_seconds=tuple(s / 10 for s in got.step_seconds))
     monkeypatch.setattr(trials.Trials, "measure", measure)
+    monkeypatch.setattr(auto, "full_choice_seconds", lambda base: 0.0)   # measured and trialled, however short
     choice = resolve(store, Request.of(cores=2, trial_share=1000.0, **TINY), planned=lambda c: with_plan(store, c, tmp_path))
     rows = [r for r in choice.report["candidates"] if r["strategy"] == "toy"]
     assert {tuple(r["options"].items()) for r in rows} == {(), (("toy_chunks", 3),)}

@@ -58,10 +58,11 @@ def scoring_config(store_path, request):
 def choose_strategy(store_path: Path, out: Path, request, folder: Path, resume=None, overwrite: bool = False):
     """The choice of a request (:func:`dynagnn.choose.resolve.resolve`): the out-dir checked first
     (nothing is timed for a run that could not write), a group candidate's trials planned as its run
-    would be (:func:`with_plan`, into ``folder``); ``--resume`` trains again what the run chose (its
-    ``auto.json``), without new trials."""
+    would be (:func:`with_plan`, into ``folder``); a choice remembered for the same job recalled
+    first (its model and task then built once, by the engine); ``--resume`` trains again what the run
+    chose (its ``auto.json``), without new trials."""
     from dynagnn.choose.request import REPORT_FILE
-    from dynagnn.choose.resolve import check_run, previous_choice, resolve
+    from dynagnn.choose.resolve import check_run, previous_choice, remembered_choice, resolve
     from dynagnn.data.store import open_store
     from dynagnn.distributed.launch import under_torchrun
     from dynagnn.train.engine import out_dir_refusal
@@ -70,7 +71,9 @@ def choose_strategy(store_path: Path, out: Path, request, folder: Path, resume=N
         raise ConfigError("--strategy auto (the default) under torchrun: the chooser's trials start their own "
                           "processes; name the strategy (an auto.json of a run on one machine says which it chose)")
     store = open_store(store_path)
-    check_run(store, request)   # the model's and task's errors first, as a named strategy's run gives them
+    recalled = None if resume is not None else remembered_choice(store, request)
+    if recalled is None:   # a remembered choice was made for a model and task that built: the engine builds them
+        check_run(store, request)   # the model's and task's errors first, as a named strategy's run gives them
     reason = out_dir_refusal(out, request, store.checksum, overwrite, resume, (REPORT_FILE,))
     if reason:
         raise ConfigError(reason)
@@ -80,6 +83,6 @@ def choose_strategy(store_path: Path, out: Path, request, folder: Path, resume=N
             raise ConfigError(f"--resume with --strategy auto needs the auto.json of the run in {out} (its choice): "
                               "none there; resume naming the run's strategy")
     else:
-        choice = resolve(store_path, request, planned=lambda cfg: with_plan(store_path, cfg, folder))
+        choice = recalled or resolve(store_path, request, planned=lambda cfg: with_plan(store_path, cfg, folder))
     log.info("%s", choice.line)
     return choice

@@ -317,7 +317,8 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     (:func:`~dynagnn.choose.predict.quick_base`, one snapshot's step timed, no trainer built) is less
     than what measuring the base would cost (:func:`~dynagnn.choose.clock.full_choice_seconds`), the
     fastest predicted candidate of one process whose predicted peak fits the budget (a tie to the
-    simpler), decided from that prediction alone; None too where none of one process fits."""
+    simpler), decided from that prediction alone, with what it pays once (the frame engine's build)
+    spread over the run's epochs; None too where none of one process fits."""
     from dynagnn.choose.predict import predict
 
     one = [c for c in cands if c.reason is None and c.processes == 1]
@@ -329,7 +330,10 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     share_s = float(config.options.trial_share) * expected
     if full <= share_s:
         return None
-    left, peak, why = dict(predicted), {}, {}
+    # a short run counts what a candidate pays once, per epoch of the run: the frame engine's build
+    # over the store (measured at start) outweighs the frames' saving on a run of 15 epochs of 20 ms
+    once = {c: quick.frame_build_seconds if runs_frames(c.strategy) else 0.0 for c in one}
+    left, peak, why = {c: predicted[c] + once[c] / int(config.epochs) for c in one}, {}, {}
     while left:
         chosen, _ = choose(left, {}, None, QUICK_TIE, _quick_key)
         # frames' own measurement only where the estimate without it comes within half the budget
@@ -352,7 +356,8 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
             why[c] = f"several processes are chosen only on a trial, and {short}"
     rep = report(cands, {}, {}, chosen, why, budget)
     for row, c in zip(rep["candidates"], cands):
-        row.update(predicted_seconds=predicted.get(c), predicted_peak_bytes=peak.get(c), trial_seconds=None)
+        row.update(predicted_seconds=predicted.get(c), predicted_peak_bytes=peak.get(c), trial_seconds=None,
+                   once_seconds=once.get(c))
     rep.update({"source": "prediction", "chosen_by": "prediction",
                 "cores": cores, "device": config.device, "trial_share": float(config.options.trial_share),
                 "expected_training_seconds": expected, "full_choice_estimate_seconds": full,
@@ -362,6 +367,19 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
                          "agg_share": quick.agg_share, "fwd_share": quick.fwd_share, "quick": True}})
     line = summary_line(predicted, chosen, cands) + f" (predicted from one snapshot's step: {short})"
     return Choice(chosen_config(config, chosen), config, rep, line)
+
+
+def remembered_choice(store, config) -> Choice | None:
+    """The choice remembered for the auto run ``config`` on ``store`` (an open store), or None (none,
+    one not to trust, or ``choose_again``): what :func:`resolve` would recall first."""
+    from dynagnn.choose import remember
+    from dynagnn.distributed.launch import available_cores
+
+    o = config.options
+    if o.choose_again:
+        return None
+    key = remember.what(store, config, int(o.cores or available_cores()))
+    return recalled_choice(key, config, parse_budget(o.memory_budget), time.perf_counter())
 
 
 def recalled_choice(key: dict, config, budget: float | None, t0: float) -> Choice | None:
