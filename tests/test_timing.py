@@ -18,10 +18,11 @@ def test_nested_phases_are_exclusive_and_sum_to_wall():
         time.sleep(0.01)
     wall = time.perf_counter() - start
     f = timer.frame().set_index("phase")["seconds"]
-    assert 0.025 <= f["graph_op"] < 0.06
-    assert 0.015 <= f["rnn"] < 0.03          # the inner 30 ms is not counted twice
-    assert f["other"] >= 0.009
-    assert abs(f.sum() - wall) < 0.005
+    # a sleep is never shorter than asked, only longer on a busy machine: lower bounds per phase, and
+    # the phases' sum within the wall (the inner 30 ms counted in rnn too would put it 30 ms over)
+    assert f["graph_op"] >= 0.029 and f["rnn"] >= 0.019 and f["other"] >= 0.009
+    assert f.sum() <= wall + 0.005
+    assert f["rnn"] < wall - f["graph_op"]   # rnn holds its own 20 ms, not graph_op's
 
 
 def test_section_without_timer_is_free():
