@@ -38,6 +38,7 @@ import csv
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -242,7 +243,7 @@ class _Loader:
     def __init__(self, store: Path, out: Path, keys: dict, env: dict):
         named = {k: v for k, v in keys.items() if k != "cores"} | {"strategy": "sequential", "threads": keys["cores"]}
         cmd = [sys.executable, "-m", "dynagnn", "train", str(store), "--out-dir", str(out), "--overwrite", *_flags(named)]
-        loop = f"while true; do {' '.join(map(_quote, cmd))} >/dev/null 2>&1; done"
+        loop = f"while true; do {shlex.join(cmd)} >/dev/null 2>&1; done"
         self.proc = subprocess.Popen(["bash", "-c", loop], env=env, start_new_session=True)
 
     def stop(self) -> None:
@@ -253,12 +254,6 @@ class _Loader:
         except ProcessLookupError:
             pass
         self.proc.wait()
-
-
-def _quote(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
 
 
 def summary(rows: list[dict]) -> dict:
