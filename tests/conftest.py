@@ -24,6 +24,14 @@ def choices_folder(tmp_path_factory, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """Auto's candidates on every core of the run, whatever else the machine runs: a test's choice
+    does not change with its neighbours (``DYNAGNN_OTHERS_BUSY``, cpu_load.py); a test of the load
+    sets it itself."""
+    monkeypatch.setenv("DYNAGNN_OTHERS_BUSY", "0")
+
+
 def needs_gpu(test):
     """A test that needs a GPU and has no CPU half: marked ``gpu``, skipped with DEVICES' reason."""
     return pytest.mark.gpu(pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA)(test))

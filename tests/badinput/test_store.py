@@ -27,6 +27,7 @@ def intact(tmp_path_factory) -> Path:
                        "params": {"num_nodes": N, "num_edges": 150, "num_snapshots": 8, "seed": 1}})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(S, "EDGE_CHUNK", 256)
+        mp.setattr(S, "SNAPSHOT_CHUNK_BYTES", N * 4 * 4)   # one snapshot's features per chunk
         assert main(["-q", "ingest", "--spec", spec, "--dataset", "tiny", "--out", str(out)]) == 0
     assert len(list((out / "snapshots" / "row").glob("c.*"))) >= 3
     return out

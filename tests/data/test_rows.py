@@ -50,16 +50,22 @@ def test_zarr_path_gives_the_same_rows_and_counts(static):
     assert a[1:] == b[1:]
 
 
-def test_per_snapshot_features(tmp_path):
+@pytest.mark.parametrize("per_chunk", [1, 2, 3])   # 2: the last chunk along time holds one snapshot of two
+def test_per_snapshot_features(tmp_path, monkeypatch, per_chunk):
+    from dynagnn.data import store as S
+
+    monkeypatch.setattr(S, "SNAPSHOT_CHUNK_BYTES", per_chunk * 50 * 5 * 4)
     s = make(tmp_path, "t.zarr", {"generator": "blad", "features": {"kind": "degree", "dim": 5},
                                   "params": {"num_nodes": 50, "num_edges": 200, "num_snapshots": 3, "seed": 0}})
     x = s.read("features/x")
-    assert x.ndim == 3
+    assert x.ndim == 3 and s.root["features/x"].chunks[0] == per_chunk
     ids = np.array([3, 4, 40])
     for t in range(3):
         r = RowReader(s, "features/x", t)
         assert r.direct
-        np.testing.assert_array_equal(r.read(ids)[0], x[t, ids])
+        got, chunks, decoded = r.read(ids)
+        np.testing.assert_array_equal(got, x[t, ids])
+        assert chunks == 1 and decoded == per_chunk * 50 * 5 * 4
 
 
 def test_damaged_chunks_are_refused(tmp_path):

@@ -144,10 +144,11 @@ def _rewrite(path, name, index, value):
     zarr.open_array(path / name, mode="r+")[index] = value
 
 
-def test_every_chunk_written_and_hashed(tmp_path, built):
+def test_every_chunk_written_and_hashed(tmp_path, built, monkeypatch):
     """All-zero chunks are files too (Zarr skips them by default, and a reader could not tell them from
     deleted ones); each array's sha256 is of its data, whatever the chunking."""
     raw, snaps, x = built
+    monkeypatch.setattr(S, "SNAPSHOT_CHUNK_BYTES", x[0].nbytes)   # a chunk per snapshot
     p = S.write_store(tmp_path / "z.zarr", raw, snaps, np.zeros_like(x), spec={})
     st = S.open_store(p)
     assert sorted(f.name for f in (p / "features" / "x").glob("c.*")) == sorted(

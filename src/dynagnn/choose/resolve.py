@@ -29,6 +29,7 @@ from dynagnn.choose.clock import (BASE_ROUNDS, TRIAL_ROUNDS, TRIAL_STEPS, TrialC
                                   trial_plan)
 from dynagnn.choose.request import REPORT_FILE, parse_budget
 from dynagnn.choose.rule import _mib, choose, report, summary_line
+from dynagnn.cpu_load import free_cores
 from dynagnn.errors import ConfigError, one_line
 from dynagnn.train.strategies.frames import runs_frames
 
@@ -177,11 +178,17 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     budget = parse_budget(o.memory_budget)
     t0 = time.perf_counter()
     store = open_store(store_path)
-    cores = int(o.cores or available_cores())
-    key = remember.what(store, config, cores)
-    recalled = None if o.choose_again else recalled_choice(key, config, budget, t0)
+    asked = int(o.cores or available_cores())
+    key = remember.what(store, config, asked)
+    cores, busy = free_cores(asked)
+    recalled = None if o.choose_again else recalled_choice(key, config, budget, t0, cores)
     if recalled is not None:
         return recalled
+    if cores < asked:   # measured at the cores the others leave: a busy core's threads time the contention
+        log.info("auto: other jobs keep %.1f cores busy: choosing among candidates of %d of the %d cores, not "
+                 "remembered", busy, cores, asked)
+        config = dataclasses.replace(config, options=dataclasses.replace(o, cores=cores))
+        key = None
     model = plain_model(store, config)
     cands = run_candidates(store, config, model)
     runnable = [c for c in cands if c.reason is None]
@@ -201,8 +208,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     if quick is not None:
         choice = short_choice(store, config, cands, quick, budget_used, cores, t0)
         if choice is not None:
-            choice.report["memory_budget_from"] = budget_from
-            remember.remember(key, next(r for r in choice.report["candidates"] if r["chosen"]), choice.report)
+            choice.report.update(memory_budget_from=budget_from, cores_asked=asked, others_busy_cores=busy)
+            if key is not None:
+                remember.remember(key, next(r for r in choice.report["candidates"] if r["chosen"]), choice.report)
             return choice
     peak = peaks(store, config, runnable)
     fits = [c for c in runnable if peak[c] <= budget_used]
@@ -270,6 +278,7 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
             row["epoch_seconds"] = None
     timed = [c for c in tried if c in seconds]
     rep.update({"source": "trials" if tried else "prediction", "memory_budget_from": budget_from, "cores": cores,
+                "cores_asked": asked, "others_busy_cores": busy,
                 "device": config.device,
                 "trial_share": float(o.trial_share), "expected_training_seconds": expected,
                 "chosen_by": "trials" if tried else "prediction",
@@ -287,7 +296,8 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     elif not tried:
         line += (f" (predicted: the trials' share of the run, {share_s:.2g} s, could time none beside the plain "
                  "loop's measurement)")
-    remember.remember(key, next(r for r in rep["candidates"] if r["chosen"]), rep)
+    if key is not None:
+        remember.remember(key, next(r for r in rep["candidates"] if r["chosen"]), rep)
     # the config its trials ran (a group candidate's plan: trained by the plan it was timed with)
     return Choice(configs.get(chosen) or chosen_config(config, chosen), config, rep, line)
 
@@ -378,14 +388,17 @@ def remembered_choice(store, config) -> Choice | None:
     o = config.options
     if o.choose_again:
         return None
-    key = remember.what(store, config, int(o.cores or available_cores()))
-    return recalled_choice(key, config, parse_budget(o.memory_budget), time.perf_counter())
+    asked = int(o.cores or available_cores())
+    key = remember.what(store, config, asked)
+    t0 = time.perf_counter()
+    return recalled_choice(key, config, parse_budget(o.memory_budget), t0, free_cores(asked)[0])
 
 
-def recalled_choice(key: dict, config, budget: float | None, t0: float) -> Choice | None:
+def recalled_choice(key: dict, config, budget: float | None, t0: float, cores: int | None = None) -> Choice | None:
     """The remembered choice of ``key`` (:mod:`dynagnn.choose.remember`) as this run's, or None: none
-    remembered, one stale or damaged, one whose strategy is gone, or one whose predicted peak no longer
-    fits the memory budget (each logged, and chosen anew)."""
+    remembered, one stale or damaged, one whose strategy is gone, one whose predicted peak no longer
+    fits the memory budget, or one that needs more than the ``cores`` other jobs leave free
+    (:func:`dynagnn.cpu_load.free_cores`) (each logged, and chosen anew)."""
     from dynagnn.choose.remember import path_of, recall
 
     entry = recall(key)
@@ -398,6 +411,10 @@ def recalled_choice(key: dict, config, budget: float | None, t0: float) -> Choic
     except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as exc:
         log.warning("auto: the remembered choice %s cannot be trained now (%s): choosing anew", row.get("label"),
                     one_line(exc))
+        return None
+    if cores is not None and cand.processes * cand.threads > cores:
+        log.info("auto: the remembered choice %s needs %d cores; other jobs leave %d free now: choosing anew",
+                 cand.label(), cand.processes * cand.threads, cores)
         return None
     need = row.get("predicted_peak_bytes") or 0.0
     free = budget if budget is not None else free_memory(config.device)

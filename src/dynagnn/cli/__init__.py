@@ -27,6 +27,7 @@ import os
 import sys
 
 from .. import __version__
+from ..cpu_load import note_start
 from ..errors import DynagnnError
 from .checks import FLAG_KEYS, OUTPUTS, check_flags, check_outputs
 from .report import (add_check_config, add_claims, add_compare, add_compare_sampled, add_compare_sven, add_info,
@@ -99,6 +100,7 @@ COMMANDS = {"ingest": cmd_ingest, "stats": cmd_stats, "analyze": cmd_analyze, "p
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    note_start()   # the imports to come are the window auto reads other jobs' load in (cpu_load)
     args = _parser(train_options="train" in argv).parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
     try:

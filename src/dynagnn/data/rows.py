@@ -39,23 +39,24 @@ class RowReader:
         self.snapshot = None if arr.ndim == 2 else int(snapshot)
         self.num_rows, self.width = int(arr.shape[-2]), int(arr.shape[-1])
         self.chunk_rows = int(arr.chunks[-2])
+        self.times = int(arr.chunks[0]) if arr.ndim == 3 else 1   # snapshots per chunk of a 3-D array
         self.dtype = np.dtype(arr.dtype)
-        self.chunk_bytes = self.chunk_rows * self.width * self.dtype.itemsize
+        self.chunk_bytes = self.times * self.chunk_rows * self.width * self.dtype.itemsize
         self.folder = store.path / name
         self.direct = self._direct_layout()
 
     def _direct_layout(self) -> bool:
         """Whether the chunk files can be decoded here: bytes (little-endian) then Blosc, nothing
-        else; whole rows per chunk (and one snapshot per chunk of a 3-D array); a local folder."""
+        else; whole rows per chunk (and whole snapshots per chunk of a 3-D array); a local folder."""
         codecs = self.arr.metadata.codecs
         a = self.arr
         return (len(codecs) == 2 and isinstance(codecs[0], BytesCodec) and isinstance(codecs[1], BloscCodec)
                 and (self.dtype.itemsize == 1 or str(getattr(codecs[0].endian, "value", "")) == "little")
-                and a.chunks[-1] == a.shape[-1] and (a.ndim == 2 or a.chunks[0] == 1)
+                and a.chunks[-1] == a.shape[-1]
                 and self.folder.is_dir())
 
     def _key(self, c: int) -> str:
-        coords = (c, 0) if self.snapshot is None else (self.snapshot, c, 0)
+        coords = (c, 0) if self.snapshot is None else (self.snapshot // self.times, c, 0)
         return self.arr.metadata.chunk_key_encoding.encode_chunk_key(coords)
 
     def read(self, ids: np.ndarray) -> tuple[np.ndarray, int, int]:
@@ -77,7 +78,8 @@ class RowReader:
                 block = self._decode(folder, c)
                 decoded += len(block)
                 lo, hi = bounds[j], bounds[j + 1]
-                rows = np.frombuffer(block, self.dtype).reshape(self.chunk_rows, self.width)
+                rows = np.frombuffer(block, self.dtype).reshape(self.times, self.chunk_rows, self.width)
+                rows = rows[0 if self.snapshot is None else self.snapshot % self.times]
                 out[lo:hi] = rows[ids[lo:hi] - c * self.chunk_rows]
         finally:
             os.close(folder)
