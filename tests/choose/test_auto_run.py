@@ -77,13 +77,16 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
     assert again.label == doc["chosen"] and again.config.strategy == doc["chosen"].split()[0]
 
 
-def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step(store, monkeypatch):
+@pytest.mark.parametrize("frames_cost", [0.0, 1e9])   # frames measured (free); not (over any share)
+def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step(store, monkeypatch, frames_cost):
+    from dynagnn.choose import predict
     from dynagnn.choose import resolve as auto
     from dynagnn.choose import trials
 
     def no_trainer(*args, **kwargs):
         raise AssertionError("the short path builds no trainer")
     monkeypatch.setattr(trials.Trials, "measure", no_trainer)
+    monkeypatch.setattr(predict, "FRAME_MEASURE_FACTOR", frames_cost)
     choice = auto.resolve(store, Request.of(cores=2, **TINY))   # 2 epochs of a tiny store: ms of training
     rep = choice.report
     assert rep["source"] == rep["chosen_by"] == "prediction" and rep["base"]["quick"]
@@ -93,7 +96,11 @@ def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step
     assert one and all(r["workers"] * r["processes_per_worker"] == 1 for r in one)
     best = min(r["predicted_seconds"] for r in one)
     assert rep["expected_training_seconds"] == pytest.approx(best * TINY["epochs"])
-    # what a candidate pays once (the frame engine's build, measured at start) spread over the epochs
+    # what a candidate pays once (the frame engine's build, measured at start) spread over the epochs;
+    # frames whose measurement the run would not pay for are not candidates
+    frames = [r for r in rep["candidates"] if r["strategy"] == "frames" and r["workers"] == 1]
+    assert frames and all((r in one) == (frames_cost == 0.0) for r in frames)
+    assert all("frames not measured" in r["reason"] for r in frames if frames_cost)
     assert all(r["once_seconds"] > 0 if r["strategy"] == "frames" else r["once_seconds"] == 0 for r in one)
     cost = {r["label"]: r["predicted_seconds"] + r["once_seconds"] / TINY["epochs"] for r in one}
     chosen = next(r for r in rep["candidates"] if r["chosen"])
@@ -272,6 +279,19 @@ def test_frames_measured_at_start_save_their_seconds_per_snapshot_step():
     # a size not measured: the closed form
     assert predict(Candidate("frames", threads=2, options=(("frame_size", 8),)), base) == \
         predict(Candidate("frames", threads=2, options=(("frame_size", 8),)), BASE)
+
+
+def test_the_quick_base_takes_the_frames_measured_ratio():
+    """The quick base's epoch (one snapshot's step times the steps) and the frames' range timing are of
+    different scales: the frames' measured ratio to the stepped range multiplies the epoch."""
+    import dataclasses
+
+    base = dataclasses.replace(BASE, frames={2: {0: 0.032, 2: 0.020, 4: 0.040}}, frame_span=4, model_steps=100,
+                               frames_ratio=True)
+    fr = Candidate("frames", threads=2, options=(("frame_size", 2),))
+    assert predict(fr, base) == pytest.approx(1.2 * 0.020 / 0.032)
+    slow = Candidate("frames", threads=1, options=(("frame_size", 4),))
+    assert predict(slow, base) == pytest.approx(2.0 * 0.040 / 0.032)   # the nearest thread count measured
 
 
 def test_the_epoch_s_snapshot_steps():

@@ -57,6 +57,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,6 +78,9 @@ STEP_SYNC_SECONDS = 4e-3
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
 QUICK_OVERHEAD = 1.0    # what a trainer's step adds to the model's own forward and backward (quick_base)
 QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (after its warm-up round)
+# what measuring the frames costs over its ranges' steps at the quick base's seconds per snapshot
+# step (the engines' builds, the frames' own work), on issue 54's short cases here
+FRAME_MEASURE_FACTOR = 1.5
 FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
 
 
@@ -105,6 +109,10 @@ class Base:
     frames: dict[int, dict[int, float]] | None = None   # threads -> frame_seconds over frame_span snapshots (S 0: stepped)
     frame_span: int = 0
     model_steps: int = 0          # the model's snapshot steps in an epoch (model_steps_per_epoch)
+    # the frames' saving as their measured ratio to the stepped loop's, not its seconds: the quick
+    # base's epoch is one snapshot's step times the steps, a scale the frames' range timing does not
+    # share (england_covid: a 0.017 s epoch predicted 0.001 s with S = 4, the seconds subtracted)
+    frames_ratio: bool = False
 
     def frame_saving(self, candidate) -> float | None:
         """Seconds an epoch of ``candidate`` saves by its frames, at its threads (the nearest measured
@@ -118,6 +126,8 @@ class Base:
         got = self.frames[min(self.frames, key=lambda k: (abs(k - candidate.threads), k))]
         if size not in got or 0 not in got:
             return None
+        if self.frames_ratio:
+            return self.epoch(candidate.threads) * (1 - got[size] / got[0]) if got[0] > 0 else None
         return (got[0] - got[size]) / self.frame_span * self.model_steps
 
     def epoch(self, threads: int) -> float:
@@ -197,6 +207,13 @@ def carried_snapshots(config, store) -> int | None:
     return len(ends) if carry else None
 
 
+def _plain_ends(config, store) -> tuple[list[int], bool]:
+    """:func:`_training_ends` of the plain loop of the request ``config`` (a snapshot model's)."""
+    from dynagnn.choose.candidates import Candidate, chosen_config, plain_name
+
+    return _training_ends(chosen_config(config, Candidate(plain_name("snapshot"))), store)
+
+
 def _training_ends(config, store) -> tuple[list[int], bool]:
     """(the training windows' last snapshots, whether the sequence is carried) of ``config``'s run."""
     with torch.random.fork_rng(devices=[]):
@@ -255,17 +272,23 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     return Base(**base)
 
 
+def _frame_span(config, sizes, carry: bool, window: int) -> int:
+    """The snapshots a frames measurement ranges over: the window, or in a carried sequence its
+    tbptt piece, up to the largest frame size."""
+    piece = int(getattr(config.options, "tbptt", None) or window) if carry else window
+    return min(piece, max(sizes))
+
+
 def _frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry: bool, window: int,
                   rounds: int = FRAME_ROUNDS) -> dict:
     """The frames measured at start (:func:`frame_seconds` at each of ``thread_counts``, the frame
-    sizes among the candidates up to a frame's span: the window, or in a carried sequence its tbptt
-    piece) as :class:`Base`'s terms; {} where no candidate runs frames, or the model's frame path
-    fails here (the closed form predicts them then)."""
+    sizes among the candidates up to a frame's span, :func:`_frame_span`) as :class:`Base`'s terms;
+    {} where no candidate runs frames, or the model's frame path fails here (the closed form
+    predicts them then)."""
     sizes = sorted({int(s) for s in frame_sizes})
     if not sizes:
         return {}
-    piece = int(getattr(config.options, "tbptt", None) or window) if carry else window
-    span = min(piece, max(sizes))
+    span = _frame_span(config, sizes, carry, window)
     built: list[float] = []
     try:
         frames = {t: frame_seconds(store, config, model, t, [s for s in sizes if s <= span], span, carry,
@@ -277,32 +300,64 @@ def _frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry:
             "frame_build_seconds": float(np.median(built)) * int(store.num_snapshots) if built else 0.0}
 
 
-def quick_base(store, config, model, cores: int, frame_sizes=()) -> Base | None:
+def quick_base(store, config, model, cores: int) -> Base | None:
     """A :class:`Base` without a trainer, for the chooser's short path (issue 54): a snapshot model's
     epoch as one snapshot's forward and backward (timed at 1 and ``cores`` threads on the last sampled
     snapshot, :func:`_snapshot_terms`) times the epoch's snapshot steps, times :data:`QUICK_OVERHEAD`
     (what a trainer's step adds: the head, the loss, the optimiser, the feed); the other terms as
-    :func:`measure_base` has them. None for an event or sampled model, or one with no step to time."""
-    from dynagnn.choose.candidates import Candidate, chosen_config, plain_name
+    :func:`measure_base` has them, the frames' but their closed form (:func:`quick_frames` measures
+    them where the run pays for it). None for an event or sampled model, or one with no step to time."""
     from dynagnn.models import model_kind
 
     if model_kind(config.model) != "snapshot":
         return None
-    ends, carry = _training_ends(chosen_config(config, Candidate(plain_name("snapshot"))), store)
-    terms = _snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes, thread_counts=(1,))
+    ends, carry = _plain_ends(config, store)
+    terms = _snapshot_terms(store, config, model, max(1, int(cores)), thread_counts=(1,))
     per = terms.pop("snapshot_seconds", None)
     if not ends or not per or not all(v > 0 for v in per.values()):
         return None
     snapshots = model_steps_per_epoch(ends, int(config.window), carry)
     steps = 1 if carry else math.ceil(len(ends) / max(1, int(config.batch_windows)))
     window = len(ends) if carry else int(config.window)
-    # the frames' saving measured at the cores' threads only, over fewer rounds: what the closed form
-    # misses most (a carried sequence's frames, 1.3-1.4x on twitter_tennis), for a quarter second
-    terms.update(_frames_terms(store, config, model, [max(1, int(cores))], frame_sizes, ends, carry, window,
-                               rounds=QUICK_FRAME_ROUNDS))
     return Base(seconds={t: v * snapshots * QUICK_OVERHEAD for t, v in per.items()}, steps=steps,
                 params=sum(p.numel() for p in model.parameters()), num_nodes=int(store.num_nodes),
-                window=window, hidden=int(config.hidden), carry=carry, gpu=config.device.startswith("cuda"), **terms)
+                window=window, hidden=int(config.hidden), carry=carry, gpu=config.device.startswith("cuda"),
+                frames_ratio=True, model_steps=snapshots, **terms)
+
+
+def frames_measure_seconds(quick: Base, config, frame_sizes, threads: int,
+                           rounds: int = QUICK_FRAME_ROUNDS) -> float:
+    """What :func:`quick_frames` would spend measuring the frames of ``frame_sizes`` at ``threads``:
+    its rounds and warm-up round of the stepped range and each size's, a range of the frames' span
+    at the quick base's seconds per snapshot step, times :data:`FRAME_MEASURE_FACTOR` (the engines'
+    builds, the frames' own work)."""
+    sizes = sorted({int(s) for s in frame_sizes})
+    if not sizes or not quick.model_steps:
+        return 0.0
+    span = _frame_span(config, sizes, quick.carry, quick.window)
+    per_snapshot = quick.epoch(threads) / quick.model_steps
+    return FRAME_MEASURE_FACTOR * (rounds + 1) * (1 + len([s for s in sizes if s <= span])) * span * per_snapshot
+
+
+def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes, budget_s: float) -> Base:
+    """``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
+    rounds (what the closed form misses most: a carried sequence's frames, 1.3-1.4x on twitter_tennis),
+    where that measurement (:func:`frames_measure_seconds`) costs at most ``budget_s``; else ``quick``
+    as it is (the closed form predicts the frames), said in the log."""
+    sizes = sorted({int(s) for s in frame_sizes})
+    if not sizes:
+        return quick
+    cost = frames_measure_seconds(quick, config, sizes, max(1, int(cores)))
+    if cost > budget_s:
+        log.info("auto: frames not measured (~%.2g s, over the %.2g s the run pays for choosing): the closed "
+                 "form predicts them", cost, budget_s)
+        return quick
+    t0 = time.perf_counter()
+    ends, carry = _plain_ends(config, store)
+    terms = _frames_terms(store, config, model, [max(1, int(cores))], sizes, ends, carry, quick.window,
+                          rounds=QUICK_FRAME_ROUNDS)
+    log.debug("auto: frames measured in %.3g s (estimated %.3g s)", time.perf_counter() - t0, cost)
+    return dataclasses.replace(quick, **terms)
 
 
 def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:
@@ -359,10 +414,12 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
         seconds: dict[int, float] = {}
         counts = sorted({cores, *thread_counts})
         passes = 2 if len(counts) > 1 else 1
+        x = store.features(sample[-1]) if store.has("features/x") else None   # the timed snapshot's, read once
         for _ in range(passes):   # the thread counts interleaved, the faster of two passes kept
             for threads in counts:
                 fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads,
-                                            repeats=3 - passes, device=config.device, snapshots=sample[-1:])
+                                            repeats=3 - passes, device=config.device, snapshots=sample[-1:],
+                                            features=x)
                 seconds[threads] = min(seconds.get(threads, math.inf), float(np.nansum(fwd) + np.nansum(bwd)))
         out["snapshot_seconds"] = seconds
         step = seconds[cores]

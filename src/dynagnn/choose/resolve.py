@@ -204,9 +204,9 @@ def resolve(store_path, config, planned=None, steps: int = TRIAL_STEPS, rounds: 
     if multi and not multi_runnable:
         log.info("auto: no candidate of several processes can train this run (%s: %s); one process only",
                  multi[0].label(), multi[0].reason)
-    quick = quick_base(store, config, model, cores, _frame_sizes(runnable))
+    quick = quick_base(store, config, model, cores)
     if quick is not None:
-        choice = short_choice(store, config, cands, quick, budget_used, cores, t0)
+        choice = short_choice(store, config, model, cands, quick, budget_used, cores, t0)
         if choice is not None:
             choice.report.update(memory_budget_from=budget_from, cores_asked=asked, others_busy_cores=busy)
             if key is not None:
@@ -320,7 +320,7 @@ def _quick_key(c: Candidate) -> tuple:
     return (*c.simplicity(), -c.threads)
 
 
-def short_choice(store, config, cands: list[Candidate], quick, budget: float, cores: int,
+def short_choice(store, config, model, cands: list[Candidate], quick, budget: float, cores: int,
                  t0: float) -> Choice | None:
     """The choice of a run too short to pay for a choice by trials (issue 54), or None for one long
     enough: where the trials' share of the training the quick base predicts
@@ -328,8 +328,10 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     than what measuring the base would cost (:func:`~dynagnn.choose.clock.full_choice_seconds`), the
     fastest predicted candidate of one process whose predicted peak fits the budget (a tie to the
     simpler), decided from that prediction alone, with what it pays once (the frame engine's build)
-    spread over the run's epochs; None too where none of one process fits."""
-    from dynagnn.choose.predict import predict
+    spread over the run's epochs; None too where none of one process fits. The frames' saving is
+    measured only where that costs at most the trials' share of the training
+    (:func:`~dynagnn.choose.predict.quick_frames`)."""
+    from dynagnn.choose.predict import predict, quick_frames
 
     one = [c for c in cands if c.reason is None and c.processes == 1]
     if not one:
@@ -340,6 +342,12 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
     share_s = float(config.options.trial_share) * expected
     if full <= share_s:
         return None
+    quick = quick_frames(quick, store, config, model, cores, _frame_sizes(one), share_s)
+    unmeasured = {c: "frames not measured: the run is too short to pay for measuring them" for c in one
+                  if runs_frames(c.strategy) and not quick.frames}
+    one = [c for c in one if c not in unmeasured]
+    predicted = {c: predict(c, quick) for c in one}
+    expected = min(predicted.values()) * int(config.epochs)
     # a short run counts what a candidate pays once, per epoch of the run: the frame engine's build
     # over the store (measured at start) outweighs the frames' saving on a run of 15 epochs of 20 ms
     once = {c: quick.frame_build_seconds if runs_frames(c.strategy) else 0.0 for c in one}
@@ -359,10 +367,11 @@ def short_choice(store, config, cands: list[Candidate], quick, budget: float, co
         return None
     _, ranked = choose(left, {}, None, QUICK_TIE, _quick_key)
     why.update(ranked)
+    why.update(unmeasured)
     short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
              f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
     for c in cands:
-        if c.reason is None and c not in predicted:
+        if c.reason is None and c not in predicted and c not in unmeasured:
             why[c] = f"several processes are chosen only on a trial, and {short}"
     rep = report(cands, {}, {}, chosen, why, budget)
     for row, c in zip(rep["candidates"], cands):

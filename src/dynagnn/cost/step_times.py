@@ -23,17 +23,18 @@ from dynagnn.models import build_model
 
 
 def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: int = 3, seed: int = 0,
-                     device: str = "cpu", snapshots=None) -> tuple[np.ndarray, np.ndarray]:
+                     device: str = "cpu", snapshots=None, features=None) -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) float64 [T] median seconds of ``model``'s step on each snapshot of
     ``store`` from its initial state (module docstring), with ``threads`` torch threads, on ``device``;
-    ``snapshots``: time only these (the chooser's sample), the others' entries left NaN."""
+    ``snapshots``: time only these (the chooser's sample), the others' entries left NaN;
+    ``features``: the store's features already read (a caller timing several thread counts)."""
     keep_freed_heap()
     dev = torch.device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        features = np.asarray(store.require_features(), dtype=np.float32)
+        features = np.asarray(store.require_features() if features is None else features, dtype=np.float32)
         # the timed steps draw from torch's generator (dropout): the caller's stream stays as it was
         with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
             torch.manual_seed(seed)
