@@ -79,14 +79,14 @@ def test_an_auto_run_equals_the_run_of_its_choice(store, tmp_path, caplog, devic
 
 @pytest.mark.parametrize("frames_cost", [0.0, 1e9])   # frames measured (free); not (over any share)
 def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step(store, monkeypatch, frames_cost):
-    from dynagnn.choose import predict
+    from dynagnn.choose import frame_timing
     from dynagnn.choose import resolve as auto
     from dynagnn.choose import trials
 
     def no_trainer(*args, **kwargs):
         raise AssertionError("the short path builds no trainer")
     monkeypatch.setattr(trials.Trials, "measure", no_trainer)
-    monkeypatch.setattr(predict, "FRAME_MEASURE_FACTOR", frames_cost)
+    monkeypatch.setattr(frame_timing, "FRAME_MEASURE_FACTOR", frames_cost)
     choice = auto.resolve(store, Request.of(cores=2, **TINY))   # 2 epochs of a tiny store: ms of training
     rep = choice.report
     assert rep["source"] == rep["chosen_by"] == "prediction" and rep["base"]["quick"]
@@ -305,7 +305,7 @@ def test_the_frames_measurement_times_each_size_and_leaves_the_model_and_streams
     import torch
 
     from dynagnn.data.store import open_store
-    from dynagnn.choose.predict import frame_seconds
+    from dynagnn.choose.frame_timing import frame_seconds
     from dynagnn.choose.candidates import plain_model
 
     s = open_store(store)

@@ -27,13 +27,13 @@ def _all_but_one_busy(monkeypatch):
 
 
 def test_a_busy_machine_chooses_among_the_free_cores_and_remembers_nothing(store, monkeypatch, choices_folder):
-    from dynagnn.choose import predict
+    from dynagnn.choose import frame_timing
     from dynagnn.choose.resolve import resolve
 
     from dynagnn.cost import step_times
 
     timed_threads = []
-    steps, frames = step_times.model_step_times, predict.frame_seconds
+    steps, frames = step_times.model_step_times, frame_timing.frame_seconds
 
     def spy_steps(*args, threads=1, **kwargs):
         timed_threads.append(threads)
@@ -43,7 +43,7 @@ def test_a_busy_machine_chooses_among_the_free_cores_and_remembers_nothing(store
         timed_threads.append(threads)
         return frames(store, config, model, threads, *args, **kwargs)
     monkeypatch.setattr(step_times, "model_step_times", spy_steps)
-    monkeypatch.setattr(predict, "frame_seconds", spy_frames)
+    monkeypatch.setattr(frame_timing, "frame_seconds", spy_frames)
     _all_but_one_busy(monkeypatch)
     got = resolve(store, Request.of(**TINY))
     rep = got.report

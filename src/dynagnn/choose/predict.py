@@ -19,7 +19,7 @@ so that where it ranks candidates wrongly the note can say which term misled it:
 - **data parallelism**: P processes of t threads split the step's parallel part P·t ways (the split
   strategies balance their shares: ESDG's snapshots, the vertex partition, BLAD's planned groups),
   while each pays the serial part in full: E(P·t) on Amdahl's line through the measured threads.
-- **frames** (PiPAD): MEASURED at start (:func:`frame_seconds`): the model's forward and backward
+- **frames** (PiPAD): MEASURED at start (:func:`~dynagnn.choose.frame_timing.frame_seconds`): the model's forward and backward
   over a sample range of the store, stepped one snapshot at a time as the sequential loop steps it
   and in frames of each S by the frame engine (the reuse cache warm, as every epoch after the first
   finds it), at 1 thread and at the cores'. A frame saves those seconds per snapshot step, times the
@@ -63,6 +63,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dynagnn.choose.frame_timing import (QUICK_FRAME_ROUNDS, frame_seconds, frames_measure_seconds,  # noqa: F401
+                                         frames_terms, model_steps_per_epoch)
 from dynagnn.cost.link import LinkCost
 from dynagnn.errors import one_line
 
@@ -77,11 +79,6 @@ DEFAULT_LINK = LinkCost(handover=(5e-5, 4e-11), allreduce=(9e-5, 2.7e-10))
 STEP_SYNC_SECONDS = 4e-3
 SAMPLE_SNAPSHOTS = 4   # snapshots whose edges the closed forms and the overlap rate read
 QUICK_OVERHEAD = 1.0    # what a trainer's step adds to the model's own forward and backward (quick_base)
-QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (after its warm-up round)
-# what measuring the frames costs over its ranges' steps at the quick base's seconds per snapshot
-# step (the engines' builds, the frames' own work), on issue 54's short cases here
-FRAME_MEASURE_FACTOR = 1.5
-FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
 
 
 @dataclass(frozen=True)
@@ -250,7 +247,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
             base.update(window=len(ends), carry=True)
         base.update(_snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes or ()))
         base.pop("snapshot_seconds", None)
-        base.update(_frames_terms(store, config, model, [c.threads for c in cands], frame_sizes, ends, carry,
+        base.update(frames_terms(store, config, model, [c.threads for c in cands], frame_sizes, ends, carry,
                                   base["window"]))
     first = {}
 
@@ -270,34 +267,6 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     base.update(seconds={c.threads: plain_seconds(c, got) for c, got in trials.items()},
                 steps=next(iter(trials.values()))[0].steps_per_epoch, build_seconds=max(0.0, min(first.values())))
     return Base(**base)
-
-
-def _frame_span(config, sizes, carry: bool, window: int) -> int:
-    """The snapshots a frames measurement ranges over: the window, or in a carried sequence its
-    tbptt piece, up to the largest frame size."""
-    piece = int(getattr(config.options, "tbptt", None) or window) if carry else window
-    return min(piece, max(sizes))
-
-
-def _frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry: bool, window: int,
-                  rounds: int = FRAME_ROUNDS) -> dict:
-    """The frames measured at start (:func:`frame_seconds` at each of ``thread_counts``, the frame
-    sizes among the candidates up to a frame's span, :func:`_frame_span`) as :class:`Base`'s terms;
-    {} where no candidate runs frames, or the model's frame path fails here (the closed form
-    predicts them then)."""
-    sizes = sorted({int(s) for s in frame_sizes})
-    if not sizes:
-        return {}
-    span = _frame_span(config, sizes, carry, window)
-    built: list[float] = []
-    try:
-        frames = {t: frame_seconds(store, config, model, t, [s for s in sizes if s <= span], span, carry,
-                                   rounds=rounds, built=built) for t in thread_counts}
-    except Exception as exc:  # noqa: BLE001 (a model whose frame path fails here: the closed form predicts it)
-        log.info("auto: frames not measured at start (%s); the closed form predicts them", one_line(exc))
-        return {}
-    return {"frames": frames, "frame_span": span, "model_steps": model_steps_per_epoch(ends, int(config.window), carry),
-            "frame_build_seconds": float(np.median(built)) * int(store.num_snapshots) if built else 0.0}
 
 
 def quick_base(store, config, model, cores: int) -> Base | None:
@@ -325,20 +294,6 @@ def quick_base(store, config, model, cores: int) -> Base | None:
                 frames_ratio=True, model_steps=snapshots, **terms)
 
 
-def frames_measure_seconds(quick: Base, config, frame_sizes, threads: int,
-                           rounds: int = QUICK_FRAME_ROUNDS) -> float:
-    """What :func:`quick_frames` would spend measuring the frames of ``frame_sizes`` at ``threads``:
-    its rounds and warm-up round of the stepped range and each size's, a range of the frames' span
-    at the quick base's seconds per snapshot step, times :data:`FRAME_MEASURE_FACTOR` (the engines'
-    builds, the frames' own work)."""
-    sizes = sorted({int(s) for s in frame_sizes})
-    if not sizes or not quick.model_steps:
-        return 0.0
-    span = _frame_span(config, sizes, quick.carry, quick.window)
-    per_snapshot = quick.epoch(threads) / quick.model_steps
-    return FRAME_MEASURE_FACTOR * (rounds + 1) * (1 + len([s for s in sizes if s <= span])) * span * per_snapshot
-
-
 def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes, budget_s: float) -> Base:
     """``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
     rounds (what the closed form misses most: a carried sequence's frames, 1.3-1.4x on twitter_tennis),
@@ -354,8 +309,8 @@ def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes, bud
         return quick
     t0 = time.perf_counter()
     ends, carry = _plain_ends(config, store)
-    terms = _frames_terms(store, config, model, [max(1, int(cores))], sizes, ends, carry, quick.window,
-                          rounds=QUICK_FRAME_ROUNDS)
+    terms = frames_terms(store, config, model, [max(1, int(cores))], sizes, ends, carry, quick.window,
+                         rounds=QUICK_FRAME_ROUNDS)
     log.debug("auto: frames measured in %.3g s (estimated %.3g s)", time.perf_counter() - t0, cost)
     return dataclasses.replace(quick, **terms)
 
@@ -366,12 +321,11 @@ def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:
     list keeps the share measured at start; a predictor fitted without link costs gives
     :data:`DEFAULT_LINK`). ConfigError, in one line, for a file that is not a predictor or lacks an
     operator the model needs."""
-    import dataclasses
     from pathlib import Path
 
     from dynagnn.cost.models import has_call_list, model_calls
     from dynagnn.cost.predictor import Predictor
-    from dynagnn.errors import ConfigError, DynagnnError, one_line
+    from dynagnn.errors import ConfigError, DynagnnError
 
     try:
         pred = Predictor.load(Path(path))
@@ -439,89 +393,6 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
             vol = vertex_volume_hash([(r, c) for r, c, _ in edges], store.num_nodes, w)
             out["halo_rows"][w] = vol.units / len(edges)
     return out
-
-
-def model_steps_per_epoch(split_train, window: int, carry: bool) -> int:
-    """The model's snapshot steps in one training epoch: a carried sequence steps each training
-    snapshot once; a window ending at t steps its min(window, t + 1) snapshots."""
-    ends = [int(t) for t in split_train]
-    if carry:
-        return len(ends)
-    return int(sum(min(int(window), t + 1) for t in ends))
-
-
-def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: bool,
-                  rounds: int = FRAME_ROUNDS, built: list | None = None) -> dict[int, float]:
-    """{S: seconds of the model's forward and backward over a range of ``span`` snapshots}: ``S = 0``
-    stepped one by one through :meth:`~dynagnn.models.base.DynamicGNN.step` as the sequential loop
-    feeds it (:class:`~dynagnn.train.transfer.SnapshotFeeder`), each S in ``sizes`` through the frame
-    engine in frames of S (a frame of one too: it reads the reused ``Â X``) (:class:`~dynagnn.train.frame_engine.FrameEngine`, its reuse cache and
-    partitions built in a warm-up, as a later epoch finds them; no producer thread). The loss is the
-    sum of every embedding (``carry``: every snapshot of a carried piece has one) or of the last
-    (a window predicts at its end). Interleaved over ``rounds`` rounds after the warm-up, the fastest
-    round of each (a round's noise on this shared machine only adds); on a copy of ``model``, in
-    ``threads`` threads, on a sample range in the middle of the store, with the heap kept as the
-    trainers keep it (:func:`~dynagnn.allocator.keep_freed_heap`: a trimmed heap's page faults made
-    these rounds vary by 20%). ``built``: a list that receives the seconds an engine took to build,
-    per snapshot of the range (what a frames trainer's build adds, per snapshot of the store)."""
-    import copy
-
-    from dynagnn.allocator import keep_freed_heap
-    from dynagnn.train.frame_engine import FrameEngine, quiet_engine, range_inputs
-    from dynagnn.train.transfer import SnapshotFeeder
-
-    keep_freed_heap()
-    dev = torch.device(config.device)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    T, n = int(store.num_snapshots), int(store.num_nodes)
-    span = max(1, min(int(span), T))
-    edges, host, feats = range_inputs(store, max(0, (T - span) // 2), span)
-    before = torch.get_num_threads()
-    engines: dict[int, FrameEngine] = {}
-    try:
-        torch.set_num_threads(int(threads))
-        with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
-            net = copy.deepcopy(model).to(dev).train()
-            params = [p for p in net.parameters() if p.requires_grad]
-            feeder = SnapshotFeeder(host, feats, n, dev)
-            for s in sizes:
-                t0 = time.perf_counter()
-                engines[s] = quiet_engine(net, edges, host, feats, n, dev, window=span, frame_size=s, reuse=True,
-                                          pipeline=False)
-                if built is not None:
-                    built.append((time.perf_counter() - t0) / span)
-
-            def run(s):
-                state = net.initial_state(n, dev)
-                if s == 0:
-                    hs = []
-                    for t in range(span):
-                        h, state = net.step(*feeder.get(t), state)
-                        hs.append(h)
-                else:
-                    engines[s].schedule([range(span)])
-                    hs, _ = engines[s].forward(range(span), state)
-                loss = sum(h.sum() for h in hs) if carry else hs[-1].sum()
-                torch.autograd.grad(loss, params, allow_unused=True)
-
-            def timed(s):
-                sync()
-                t0 = time.perf_counter()
-                run(s)
-                sync()
-                return time.perf_counter() - t0
-            variants = [0] + [int(s) for s in sizes]
-            got: dict[int, list[float]] = {s: [] for s in variants}
-            for r in range(rounds + 1):   # the first round warms the caches, partitions and allocator
-                for s in variants:
-                    dt = timed(s)
-                    if r:
-                        got[s].append(dt)
-            return {s: min(v) for s, v in got.items()}
-    finally:
-        for e in engines.values():
-            e.close()
-        torch.set_num_threads(before)
 
 
 def _spmm_seconds(edges, num_nodes: int, width: int, threads: int, device: str, repeats: int = 3) -> float:

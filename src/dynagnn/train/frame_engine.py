@@ -488,7 +488,7 @@ def engine_for(run, options, span: int | None = None, preload: bool = True) -> F
 def range_inputs(store, a: int, span: int) -> tuple[list, list, np.ndarray]:
     """(A's edges, the HostSnapshots, the node features) of snapshots ``a .. a + span - 1`` of
     ``store``, re-indexed from 0: a frame engine over a sample range (the chooser's measurements,
-    :func:`dynagnn.choose.predict.frame_seconds` and :func:`dynagnn.choose.memory_model.measured_frames`)."""
+    :func:`dynagnn.choose.frame_timing.frame_seconds` and :func:`dynagnn.choose.memory_model.measured_frames`)."""
     n = int(store.num_nodes)
     edges = store.window_edges(a, a + span)
     feats = np.asarray(store.require_features(), dtype=np.float32)
