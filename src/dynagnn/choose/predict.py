@@ -63,8 +63,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dynagnn.choose.frame_timing import (QUICK_FRAME_ROUNDS, frame_seconds, frames_measure_seconds,  # noqa: F401
-                                         frames_terms, model_steps_per_epoch)
+from dynagnn.choose.frame_timing import (QUICK_FRAME_ROUNDS, frame_seconds, frame_span,  # noqa: F401
+                                         frames_measure_seconds, frames_terms, model_steps_per_epoch)
 from dynagnn.cost.link import LinkCost
 from dynagnn.errors import one_line
 
@@ -297,11 +297,15 @@ def quick_base(store, config, model, cores: int) -> Base | None:
 def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes, budget_s: float) -> Base:
     """``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
     rounds (what the closed form misses most: a carried sequence's frames, 1.3-1.4x on twitter_tennis),
-    where that measurement (:func:`frames_measure_seconds`) costs at most ``budget_s``; else ``quick``
-    as it is (the closed form predicts the frames), said in the log."""
+    at the largest of ``frame_sizes`` a frame's span holds only (the best or within 3% of it on issue
+    54's short cases, at half the cost of every size), where that measurement
+    (:func:`frames_measure_seconds`) costs at most ``budget_s``; else ``quick`` as it is (the closed
+    form predicts the frames), said in the log."""
     sizes = sorted({int(s) for s in frame_sizes})
     if not sizes:
         return quick
+    span = frame_span(config, sizes, quick.carry, quick.window)
+    sizes = [max([s for s in sizes if s <= span] or sizes[:1])]
     cost = frames_measure_seconds(quick, config, sizes, max(1, int(cores)))
     if cost > budget_s:
         log.info("auto: frames not measured (~%.2g s, over the %.2g s the run pays for choosing): the closed "

@@ -343,8 +343,8 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     if full <= share_s:
         return None
     quick = quick_frames(quick, store, config, model, cores, _frame_sizes(one), share_s)
-    unmeasured = {c: "frames not measured: the run is too short to pay for measuring them" for c in one
-                  if runs_frames(c.strategy) and not quick.frames}
+    unmeasured = {c: "frames not measured at this size: the run is too short to pay for measuring them" for c in one
+                  if runs_frames(c.strategy) and quick.frame_saving(c) is None}
     one = [c for c in one if c not in unmeasured]
     predicted = {c: predict(c, quick) for c in one}
     expected = min(predicted.values()) * int(config.epochs)
