@@ -4,7 +4,6 @@ read from /proc/stat; the cores left to auto by that count."""
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -42,7 +41,8 @@ def test_between_leaves_out_our_own_cpu():
 
 @pytest.mark.parametrize("busy, total, cores, left", [
     (0.0, 2, 2, 2), (0.4, 2, 2, 2), (0.6, 2, 2, 1), (1.9, 2, 2, 1), (3.0, 2, 2, 1),   # at least one
-    (1.0, 4, 2, 2), (2.6, 4, 4, 1), (1.2, 4, 4, 3)])
+    (1.0, 4, 2, 2), (2.6, 4, 4, 1), (1.2, 4, 4, 3),
+    (0.0, 2, 4, 4), (0.3, 2, 3, 3), (1.0, 2, 4, 1)])   # more asked than CPUs: kept where all are free
 def test_cores_left(busy, total, cores, left):
     assert cores_left(cores, busy, total) == left
 
@@ -50,17 +50,48 @@ def test_cores_left(busy, total, cores, left):
 def test_the_environment_says_it(monkeypatch):
     monkeypatch.setenv("DYNAGNN_OTHERS_BUSY", "1.5")
     assert cpu_load.others_busy() == 1.5 and cpu_load.free_cores(4)[0] == max(1, min(4, len(cpu_load._cpus()) - 2))
-    monkeypatch.setenv("DYNAGNN_OTHERS_BUSY", "many")
-    with pytest.raises(ConfigError, match="DYNAGNN_OTHERS_BUSY='many': the cores other jobs keep busy"):
-        cpu_load.others_busy()
+    for bad in ("many", "inf", "nan", "-1"):
+        monkeypatch.setenv("DYNAGNN_OTHERS_BUSY", bad)
+        with pytest.raises(ConfigError, match=f"DYNAGNN_OTHERS_BUSY='{bad}': the cores other jobs keep busy"):
+            cpu_load.others_busy()
+
+
+def test_a_start_s_mark_serves_one_reading(tmp_path, monkeypatch):
+    """The first reading is over the window since the start's mark; the next (a second choice in the
+    same process) waits out a window of its own, not one holding the first run's training; a reading
+    within REUSE_SECONDS is reused."""
+    tick = os.sysconf("SC_CLK_TCK")
     monkeypatch.delenv("DYNAGNN_OTHERS_BUSY")
-    busy = cpu_load.others_busy()
-    assert busy is None or busy >= 0.0
+    monkeypatch.setattr(cpu_load, "_cpus", lambda: {0})
+    monkeypatch.setattr(cpu_load, "_FIRST", None)
+    monkeypatch.setattr(cpu_load, "_LAST", None)
+    clock, busy_ticks, own = [100.0], [0], [0.0]
+    monkeypatch.setattr(cpu_load, "_clock", lambda: clock[0])
+    monkeypatch.setattr(cpu_load, "_sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(cpu_load, "_times", lambda: os.times_result((own[0], 0.0, 0.0, 0.0, 0.0)))
+
+    def stat():
+        monkeypatch.setattr(cpu_load, "STAT", _stat(tmp_path, {0: (busy_ticks[0], 0, 0, 0)}))
+    stat()
+    cpu_load.note_start()
+    clock[0] += 2.0                        # 2 s of imports: 1.5 s busy, 0.5 s of it ours
+    busy_ticks[0], own[0] = int(1.5 * tick), 0.5
+    stat()
+    assert cpu_load.others_busy() == pytest.approx(0.5) and cpu_load._FIRST is None
+    clock[0] += 1.0                        # within REUSE_SECONDS: the same reading
+    busy_ticks[0] += tick
+    stat()
+    assert cpu_load.others_busy() == pytest.approx(0.5)
+    clock[0] += 60.0                       # a second choice a minute later: others' 60 s of load not read
+    busy_ticks[0] += 60 * tick
+    stat()
+    assert cpu_load.others_busy() == 0.0   # its own window of MIN_WINDOW, nothing busy in it
+    assert clock[0] == pytest.approx(163.0 + cpu_load.MIN_WINDOW)
 
 
-def test_a_busy_child_is_counted_and_our_own_spin_is_not():
-    """A child spinning for 0.6 s of its own CPU is others' load, at least its own CPU seconds over
-    the window (other jobs only add), whatever this process spends itself meanwhile."""
+def test_a_busy_child_is_counted():
+    """A child spinning for 0.6 s of its own CPU is others' load: at least its own CPU seconds over
+    the window (other jobs only add). Our own CPU is left out (test_between_leaves_out_our_own_cpu)."""
     since = cpu_load.mark()
     if since is None:
         pytest.skip("no /proc/stat here")
@@ -68,9 +99,6 @@ def test_a_busy_child_is_counted_and_our_own_spin_is_not():
         "import os, time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\n"
         "u = os.times(); print(u.user + u.system)")], capture_output=True, text=True, check=True)
     spun = float(child.stdout)
-    t = time.process_time()
-    while time.process_time() - t < 0.3:   # our own work in the window
-        pass
     now = cpu_load.mark()
     tick = 1 / os.sysconf("SC_CLK_TCK")
     assert between(since, now) * (now.wall - since.wall) >= spun - 4 * tick * len(cpu_load._cpus() or [0])

@@ -8,8 +8,8 @@ others left it.
 
 The machine's busy time (``/proc/stat``: every state but idle and iowait, over the CPUs this process
 may run on) less this process's own CPU time (``os.times``: all its threads), over the wall since a
-mark (:func:`mark`, taken where the CLI starts: the interpreter's imports are the window, a second or
-more at no cost), is the cores the others used. A mark younger than :data:`MIN_WINDOW` is waited out
+mark (:func:`note_start`, taken where the CLI starts: the interpreter's imports are the window, a
+second or more at no cost), is the cores the others used. A mark younger than :data:`MIN_WINDOW` is waited out
 (the clock ticks in 10 ms: a shorter window reads noise). Where ``/proc/stat`` cannot be read (not
 Linux) nothing is known, and every core is taken as free. ``DYNAGNN_OTHERS_BUSY`` says the count
 instead (0 where a job owns its cores, as a cluster's allocation does).
@@ -38,6 +38,9 @@ class Mark:
 
 
 _FIRST: Mark | None = None
+_LAST: tuple[float, float] | None = None   # (when, the others' busy cores) of the last reading
+REUSE_SECONDS = 2.0
+_clock, _sleep, _times = time.monotonic, time.sleep, os.times   # (tests replace them)
 STAT = "/proc/stat"
 # the others' busy cores to assume instead of reading them (a cluster's job that owns its cores: 0)
 ENV = "DYNAGNN_OTHERS_BUSY"
@@ -65,13 +68,13 @@ def mark() -> Mark | None:
             continue
         v = [int(x) for x in rest.split()]
         busy += sum(v[:8]) - v[3] - v[4]   # user nice system idle iowait irq softirq steal
-    t = os.times()
-    return Mark(busy / tick, t.user + t.system, time.monotonic())
+    t = _times()
+    return Mark(busy / tick, t.user + t.system, _clock())
 
 
 def note_start() -> None:
-    """Remember the first mark of this process (the CLI's start): the window :func:`others_busy`
-    reads by default."""
+    """Take the mark of this process's start (the CLI's) where none is waiting: the window the next
+    :func:`others_busy` reads by default."""
     global _FIRST
     if _FIRST is None:
         _FIRST = mark()
@@ -83,30 +86,49 @@ def between(since: Mark, now: Mark) -> float:
 
 
 def others_busy(since: Mark | None = None) -> float | None:
-    """The cores other processes kept busy, on average, since ``since`` (default: the first mark,
-    :func:`note_start`, taken now where none was, then :data:`MIN_WINDOW` waited); None where
-    nothing can be read. :data:`ENV` set says it instead (0: every core free)."""
+    """The cores other processes kept busy, on average, since ``since`` (default: the mark
+    :func:`note_start` left, taken now where none was, then :data:`MIN_WINDOW` waited); None where
+    nothing can be read. :data:`ENV` set says it instead (0: every core free).
+
+    A start's mark serves one reading: a second choice in the same process (the seeds of one run, a
+    notebook's ``fit`` calls) reads a window of its own, not one that holds the first run's training
+    (its worker processes are not this process's CPU time). A reading is reused for
+    :data:`REUSE_SECONDS` (the API asks before recalling a choice and again before choosing)."""
+    global _FIRST, _LAST
     if os.environ.get(ENV, "").strip():
         try:
-            return max(0.0, float(os.environ[ENV]))
+            value = float(os.environ[ENV])
         except ValueError:
-            raise ConfigError(f"{ENV}={os.environ[ENV]!r}: the cores other jobs keep busy, a number") from None
-    note_start()
-    since = since or _FIRST
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{ENV}={os.environ[ENV]!r}: the cores other jobs keep busy, a number >= 0") from None
+        return value
+    if since is None:
+        if _LAST is not None and _clock() - _LAST[0] <= REUSE_SECONDS:
+            return _LAST[1]
+        note_start()
+        since, _FIRST = _FIRST, None
     if since is None:
         return None
-    wait = MIN_WINDOW - (time.monotonic() - since.wall)
+    wait = MIN_WINDOW - (_clock() - since.wall)
     if wait > 0:
-        time.sleep(wait)
+        _sleep(wait)
     now = mark()
-    return None if now is None else between(since, now)
+    if now is None:
+        return None
+    _LAST = (now.wall, between(since, now))
+    return _LAST[1]
 
 
 def cores_left(cores: int, busy: float, total: int) -> int:
     """The cores of ``cores`` that others busy on ``busy`` of the ``total`` CPUs leave, at least one:
-    each CPU the others keep busy past :data:`TAKEN_SHARE` of it is theirs."""
-    taken = math.floor(busy + (1 - TAKEN_SHARE))
-    return max(1, min(int(cores), int(total) - taken))
+    the others' busy time rounded to whole CPUs (a share of :data:`TAKEN_SHARE` of one or more counts
+    as one) is theirs. A run that asks for more cores than there are CPUs keeps its ask where the
+    others leave every CPU."""
+    free = int(total) - math.floor(busy + (1 - TAKEN_SHARE))
+    if free >= min(int(cores), int(total)):
+        return int(cores)
+    return max(1, free)
 
 
 def free_cores(cores: int, since: Mark | None = None) -> tuple[int, float | None]:

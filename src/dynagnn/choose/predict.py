@@ -54,10 +54,10 @@ for: a prediction only orders the candidates, the measured steps decide.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -294,29 +294,32 @@ def quick_base(store, config, model, cores: int) -> Base | None:
                 frames_ratio=True, model_steps=snapshots, **terms)
 
 
-def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes, budget_s: float) -> Base:
-    """``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
-    rounds (what the closed form misses most: a carried sequence's frames, 1.3-1.4x on twitter_tennis),
-    at the largest of ``frame_sizes`` a frame's span holds only (the best or within 3% of it on issue
-    54's short cases, at half the cost of every size), where that measurement
-    (:func:`frames_measure_seconds`) costs at most ``budget_s``; else ``quick`` as it is (the closed
-    form predicts the frames), said in the log."""
+def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes,
+                 budget_s: float) -> tuple[Base, str | None]:
+    """(``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
+    rounds, what the closed form misses most: a carried sequence's frames, 1.3-1.4x on
+    twitter_tennis; None) at the largest of ``frame_sizes`` a frame's span holds only (the best or
+    within 3% of it on issue 54's short cases, at half the cost of every size), where that
+    measurement (:func:`frames_measure_seconds`) costs at most ``budget_s``; else (``quick`` as it
+    is, why the frames were not measured): the short path trains no frames it did not measure."""
     sizes = sorted({int(s) for s in frame_sizes})
     if not sizes:
-        return quick
+        return quick, None
     span = frame_span(config, sizes, quick.carry, quick.window)
     sizes = [max([s for s in sizes if s <= span] or sizes[:1])]
     cost = frames_measure_seconds(quick, config, sizes, max(1, int(cores)))
     if cost > budget_s:
-        log.info("auto: frames not measured (~%.2g s, over the %.2g s the run pays for choosing): the closed "
-                 "form predicts them", cost, budget_s)
-        return quick
+        why = f"frames not measured: ~{cost:.2g} s to measure, over the {budget_s:.2g} s the run pays for choosing"
+        log.info("auto: %s", why)
+        return quick, why
     t0 = time.perf_counter()
     ends, carry = _plain_ends(config, store)
     terms = frames_terms(store, config, model, [max(1, int(cores))], sizes, ends, carry, quick.window,
                          rounds=QUICK_FRAME_ROUNDS)
+    if not terms:   # the model's frame path failed here (frames_terms logged why)
+        return quick, "frames not measured: the model's frame path failed at start"
     log.debug("auto: frames measured in %.3g s (estimated %.3g s)", time.perf_counter() - t0, cost)
-    return dataclasses.replace(quick, **terms)
+    return dataclasses.replace(quick, **terms), None
 
 
 def with_predictor(base: Base, path, store, config) -> tuple[Base, LinkCost]:

@@ -329,8 +329,8 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     fastest predicted candidate of one process whose predicted peak fits the budget (a tie to the
     simpler), decided from that prediction alone, with what it pays once (the frame engine's build)
     spread over the run's epochs; None too where none of one process fits. The frames' saving is
-    measured only where that costs at most the trials' share of the training
-    (:func:`~dynagnn.choose.predict.quick_frames`)."""
+    measured only where that costs at most the trials' share of the training, at one size
+    (:func:`~dynagnn.choose.predict.quick_frames`); frames not measured are no candidates here."""
     from dynagnn.choose.predict import predict, quick_frames
 
     one = [c for c in cands if c.reason is None and c.processes == 1]
@@ -342,10 +342,14 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     share_s = float(config.options.trial_share) * expected
     if full <= share_s:
         return None
-    quick = quick_frames(quick, store, config, model, cores, _frame_sizes(one), share_s)
-    unmeasured = {c: "frames not measured at this size: the run is too short to pay for measuring them" for c in one
-                  if runs_frames(c.strategy) and quick.frame_saving(c) is None}
+    short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
+             f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
+    quick, not_measured = quick_frames(quick, store, config, model, cores, _frame_sizes(one), share_s)
+    unmeasured = {c: not_measured or "frames not measured at this size (the short path measures the largest "
+                  "a frame's span holds)" for c in one if runs_frames(c.strategy) and quick.frame_saving(c) is None}
     one = [c for c in one if c not in unmeasured]
+    if not one:   # nothing it measured can run: the full choice measures them
+        return None
     predicted = {c: predict(c, quick) for c in one}
     expected = min(predicted.values()) * int(config.epochs)
     # a short run counts what a candidate pays once, per epoch of the run: the frame engine's build
@@ -368,8 +372,6 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     _, ranked = choose(left, {}, None, QUICK_TIE, _quick_key)
     why.update(ranked)
     why.update(unmeasured)
-    short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
-             f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
     for c in cands:
         if c.reason is None and c not in predicted and c not in unmeasured:
             why[c] = f"several processes are chosen only on a trial, and {short}"

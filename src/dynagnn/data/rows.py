@@ -10,8 +10,9 @@ either way. Otherwise it asks Zarr. The checks of :mod:`.integrity` hold on both
 that is gone, or a Blosc chunk whose length disagrees with its header, is a StoreError.
 
 Counted per read: the chunks decoded and their decoded bytes, against the rows asked for. A chunk
-holds ``chunk_rows`` rows (the writer's ``FEATURE_ROW_CHUNK_BYTES``), so rows spread at random
-cost up to ``chunk_rows`` times their bytes: the read amplification a feature cache saves.
+holds ``chunk_rows`` rows (the writer's ``FEATURE_ROW_CHUNK_BYTES``; of a 3-D array, ``times``
+snapshots of them, the writer's ``SNAPSHOT_CHUNK_BYTES``), so rows spread at random cost up to
+``times × chunk_rows`` times their bytes: the read amplification a feature cache saves.
 """
 
 from __future__ import annotations
