@@ -105,7 +105,9 @@ def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step
     assert all(r["reason"].startswith("frames not measured" + (": ~" if frames_cost else " at this size"))
                for r in frames if r not in one)
     assert all(r["once_seconds"] > 0 if r["strategy"] == "frames" else r["once_seconds"] == 0 for r in one)
-    cost = {r["label"]: r["predicted_seconds"] + r["once_seconds"] / TINY["epochs"] for r in one}
+    most = max(r["threads"] for r in one)   # fewer threads must win by QUICK_FEWER beyond the tie
+    cost = {r["label"]: (r["predicted_seconds"] + r["once_seconds"] / TINY["epochs"])
+            * (1 + auto.QUICK_FEWER * (r["threads"] < most)) for r in one}
     chosen = next(r for r in rep["candidates"] if r["chosen"])
     least = min(cost.values())
     assert cost[chosen["label"]] <= least * (1 + auto.QUICK_TIE) and chosen["predicted_peak_bytes"] > 0

@@ -314,6 +314,13 @@ SHORT_MARGIN = 2.0
 QUICK_TIE = 0.10
 
 
+#: what a candidate of fewer threads must beat the others by, beyond the tie, on the short path: one
+#: snapshot's step timed 2 threads 0.51-0.78 s an epoch between runs of churn MPNN-LSTM, whose
+#: 1-thread pick then took 115.6 s against 78.5 s at 2; a wrong call the other way cost these tiny
+#: graphs a few per cent (england_covid: 5.8 s at 2 threads, 6.2 s at 1)
+QUICK_FEWER = 0.15
+
+
 def _quick_key(c: Candidate) -> tuple:
     """The short path's tie-break: the simpler, then the more threads (all the cores were the
     fastest in 9 of the epoch-regret matrix's 13 cases)."""
@@ -355,7 +362,9 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     # a short run counts what a candidate pays once, per epoch of the run: the frame engine's build
     # over the store (measured at start) outweighs the frames' saving on a run of 15 epochs of 20 ms
     once = {c: quick.frame_build_seconds if runs_frames(c.strategy) else 0.0 for c in one}
-    left, peak, why = {c: predicted[c] + once[c] / int(config.epochs) for c in one}, {}, {}
+    most = max(c.threads for c in one)
+    left, peak, why = {c: (predicted[c] + once[c] / int(config.epochs)) * (1 + QUICK_FEWER * (c.threads < most))
+                       for c in one}, {}, {}
     while left:
         chosen, _ = choose(left, {}, None, QUICK_TIE, _quick_key)
         # frames' own measurement only where the estimate without it comes within half the budget
