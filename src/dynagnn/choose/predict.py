@@ -63,8 +63,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dynagnn.choose.frame_timing import (QUICK_FRAME_ROUNDS, frame_seconds, frame_span,  # noqa: F401
-                                         frames_measure_seconds, frames_terms, model_steps_per_epoch)
+from dynagnn.choose.frame_timing import (QUICK_FRAME_ROUNDS, frame_span, frames_measure_seconds, frames_terms,
+                                         model_steps_per_epoch)
 from dynagnn.cost.link import LinkCost
 from dynagnn.errors import one_line
 
@@ -231,7 +231,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
     among the candidates, whose saving :func:`frame_seconds` measures at each thread count timed."""
     from dynagnn.models import model_kind
     from dynagnn.schedule.tuner import interleaved
-    from dynagnn.choose.candidates import Candidate, chosen_config, plain_name
+    from dynagnn.choose.candidates import Candidate, plain_name
     from dynagnn.choose.trials import epoch_seconds_of
 
     kind = model_kind(config.model)
@@ -242,7 +242,7 @@ def measure_base(store, config, model, cores: int, measure, rounds: int = 2, can
                 hidden=int(config.hidden), memory_dim=int(getattr(getattr(model, "memory", None), "memory_dim", 0) or 0),
                 gpu=config.device.startswith("cuda"))
     if kind == "snapshot":
-        ends, carry = _training_ends(chosen_config(config, Candidate(plain_name(kind))), store)
+        ends, carry = _plain_ends(config, store)
         if carry:
             base.update(window=len(ends), carry=True)
         base.update(_snapshot_terms(store, config, model, max(1, int(cores)), frame_sizes or ()))
@@ -445,4 +445,4 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     return (last - (counts - 1) / 2.0)[inverse]
 
 
-__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "carried_snapshots", "frame_seconds", "model_steps_per_epoch", "option_factor", "with_predictor", "communication", "measure_base", "predict", "spearman"]
+__all__ = ["Base", "DEFAULT_LINK", "STEP_SYNC_SECONDS", "carried_snapshots", "model_steps_per_epoch", "option_factor", "with_predictor", "communication", "measure_base", "predict", "spearman"]
