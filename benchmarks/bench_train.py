@@ -96,7 +96,8 @@ def checkpoint_child(path: str, nb: int, window: int, device: str = "cpu") -> No
     import torch
 
     from dynagnn.train.engine import TrainConfig, Trainer
-    from dynagnn.timing import current_rss_bytes, peak_memory_bytes
+    from dynagnn.host_memory import current_rss_bytes
+    from dynagnn.timing import peak_memory_bytes
 
     torch.set_num_threads(2)
     cfg = TrainConfig.of(model="tgcn", window=window, epochs=1, checkpoint_blocks=nb, hidden=64, device=device)

@@ -1,5 +1,5 @@
 """Imports point down the layer order of DESIGN.md: the package-root helpers (the leaves first:
-errors, atomic, sortedkeys, timing, allocator; then splits, tables, config and cpu_load, which use them), data, distributed, graph,
+errors, atomic, sortedkeys, timing, allocator, host_memory; then splits, tables, config and cpu_load, which use them), data, distributed, graph,
 models, tasks, then the stages in pipeline order (analysis, cost, schedule, train), the chooser above
 training (choose), report, the API that sequences stages and plans a config's runs (api), and the CLI.
 
@@ -19,7 +19,7 @@ SRC = Path(dynagnn.__file__).parent
 
 # Lowest first. A module may import from its own package and from any package of a lower layer.
 LAYERS = [
-    {"__init__", "errors", "atomic", "sortedkeys", "timing", "allocator"},
+    {"__init__", "errors", "atomic", "sortedkeys", "timing", "allocator", "host_memory"},
     {"splits", "tables", "config", "versioned", "cpu_load"},
     {"data"},
     {"distributed"},

@@ -51,25 +51,6 @@ def peak_memory_bytes(device: torch.device | str) -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-def proc_bytes(path: str, field: str) -> int | None:
-    """The ``field: <n> kB`` line of a /proc file in bytes (``VmRSS`` of /proc/self/status,
-    ``MemAvailable`` of /proc/meminfo), or None where the system has none."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def current_rss_bytes() -> int:
-    """This process's resident memory now (Linux's ``VmRSS``; 0 where /proc has none): the start a
-    peak is measured above."""
-    return proc_bytes("/proc/self/status", "VmRSS") or 0
-
-
 class PhaseTimer:
     """Accumulates exclusive seconds per phase for the current epoch; ``rows()`` gives the table.
 

@@ -35,16 +35,16 @@ def test_a_busy_machine_chooses_among_the_free_cores_and_remembers_nothing(store
     from dynagnn.cost import step_times
 
     timed_threads = []
-    steps, frames = step_times.model_step_times, frame_timing.frame_seconds
+    steps, frames = step_times.step_seconds, frame_timing.frame_seconds
 
-    def spy_steps(*args, threads=1, **kwargs):
-        timed_threads.append(threads)
-        return steps(*args, threads=threads, **kwargs)
+    def spy_steps(store, model, hidden, t, thread_counts, *args, **kwargs):
+        timed_threads.extend(thread_counts)
+        return steps(store, model, hidden, t, thread_counts, *args, **kwargs)
 
     def spy_frames(store, config, model, threads, *args, **kwargs):
         timed_threads.append(threads)
         return frames(store, config, model, threads, *args, **kwargs)
-    monkeypatch.setattr(step_times, "model_step_times", spy_steps)
+    monkeypatch.setattr(step_times, "step_seconds", spy_steps)
     monkeypatch.setattr(frame_timing, "frame_seconds", spy_frames)
     _all_but_one_busy(monkeypatch)
     got = resolve(store, Request.of(**TINY))

@@ -54,6 +54,8 @@ def test_round_trip(tmp_path, built):
     assert st.root["snapshots/row"].dtype == np.int32
     assert st.root["snapshots/row"].metadata.dimension_names == ("edge",)
     assert st.root["features/x"].metadata.dimension_names == ("snapshot", "node", "feature")
+    assert np.array_equal(st.require_features(), x) and st.require_features().dtype == np.float32
+    assert np.array_equal(st.require_features(2, 5), x[2:5]) and st.require_features(3, 3).shape == (0, 30, 8)
 
 
 def test_string_ids_and_labels(tmp_path, snapshot_graph):
@@ -135,6 +137,8 @@ def test_out_of_range(tmp_path, built):
         st.edges(st.num_snapshots)
     with pytest.raises(IndexError):
         st.window_edges(0, st.num_snapshots + 1)
+    with pytest.raises(IndexError, match="features"):
+        st.require_features(2, st.num_snapshots + 1)
     assert json.dumps(st.attrs)  # attributes are plain JSON
 
 

@@ -115,10 +115,9 @@ def measured_snapshot(store, config) -> dict[str, float]:
     ends = list(split.train) or [store.num_snapshots - 2]
     t = _representative(store, ends)
     prev = max(t - 1, 0)
-    feats = store.require_features()
+    feats = store.require_features(prev, t + 1)   # time-varying ones of prev..t: the feeder's 0..t-prev
     n = int(store.num_nodes)
-    host = {s: host_snapshot(*store.edges(s), n) for s in {prev, t}}
-    feeder_host = [host.get(s) for s in range(t + 1)]
+    feeder_host = [host_snapshot(*store.edges(s), n) for s in range(prev, t + 1)]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = strategy.build_model(int(feats.shape[-1]))
@@ -126,14 +125,14 @@ def measured_snapshot(store, config) -> dict[str, float]:
     dev = measuring_device(config)
     model.to(dev)
     head.to(dev)
-    feeder = SnapshotFeeder(feeder_host, feats[: t + 1] if feats.ndim == 3 else feats, n, str(dev))
+    feeder = SnapshotFeeder(feeder_host, feats, n, str(dev))
     params = tuple(model.parameters()) + tuple(head.parameters())
     model.train()
     head.train()
     state = model.initial_state(n, dev)
     if prev != t:
-        _, state = model.step(*feeder.get(prev), state)
-    adj, x = feeder.get(t)
+        _, state = model.step(*feeder.get(0), state)
+    adj, x = feeder.get(t - prev)
     exclude = params + (adj.matrix, x) + tuple(state)
     host = not _gpu(config)
     step, (h, new_state) = saved_bytes(lambda: model.step(adj, x, state), exclude, resident=host)
@@ -335,7 +334,7 @@ def _peak_rss() -> int:
     high-water mark (VmHWM), which an exec starts afresh. Not ``ru_maxrss``: a spawned child keeps
     the parent's size at its fork in it (the pages it shared before the exec), so a child of a large
     process would read the parent's size as its own peak."""
-    from dynagnn.timing import proc_bytes
+    from dynagnn.host_memory import proc_bytes
 
     peak = proc_bytes("/proc/self/status", "VmHWM")
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
@@ -354,7 +353,7 @@ def _reset_peak_rss() -> None:
 def _measure_here(ctx, store_path, config, steps: int) -> float:
     """One process's measurement (the spawned child's, or a job's rank): the peak above its start."""
     from dynagnn.distributed.comm import Comm
-    from dynagnn.timing import current_rss_bytes
+    from dynagnn.host_memory import current_rss_bytes
     from dynagnn.train.engine import Trainer
     from dynagnn.choose.trials import _picks
 

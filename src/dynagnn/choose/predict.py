@@ -13,7 +13,7 @@ so that where it ranks candidates wrongly the note can say which term misled it:
   budget, the fitting one-process candidate of the smallest peak is timed instead, its options'
   factor divided out.
 - **aggregation share**: the share of a step spent in the graph aggregations (``Â·H``), measured at
-  start on one snapshot: the model's step (:func:`dynagnn.cost.step_times.model_step_times`) against
+  start on one snapshot: the model's step (:func:`dynagnn.cost.step_times.step_seconds`) against
   the sparse products of its GCN layers at the hidden width, forward and backward (about twice the
   forward's).
 - **data parallelism**: P processes of t threads split the step's parallel part P·t ways (the split
@@ -363,7 +363,7 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
     ``cores`` threads and at each of ``thread_counts`` (``snapshot_seconds``: {threads: seconds}) and
     the vertex split's halo rows per snapshot, on a sample of the store's snapshots."""
     from dynagnn.analysis.commvolume.closed import vertex_volume_hash
-    from dynagnn.cost.step_times import model_step_times
+    from dynagnn.cost.step_times import step_seconds
     from dynagnn.graph.overlap import overlap_rate, split_frame
     from dynagnn.models import find_gcn_layers
 
@@ -372,21 +372,14 @@ def _snapshot_terms(store, config, model, cores: int, frame_sizes=(), thread_cou
     layers = max(1, len(find_gcn_layers(model)))
     out: dict = {"layers": layers}
     try:
-        seconds: dict[int, float] = {}
-        counts = sorted({cores, *thread_counts})
-        passes = 2 if len(counts) > 1 else 1
-        x = store.features(sample[-1]) if store.has("features/x") else None   # the timed snapshot's, read once
-        for _ in range(passes):   # the thread counts interleaved, the faster of two passes kept
-            for threads in counts:
-                fwd, bwd = model_step_times(store, config.model, config.hidden, threads=threads,
-                                            repeats=3 - passes, device=config.device, snapshots=sample[-1:],
-                                            features=x)
-                seconds[threads] = min(seconds.get(threads, math.inf), float(np.nansum(fwd) + np.nansum(bwd)))
+        steps = step_seconds(store, config.model, config.hidden, sample[-1], {cores, *thread_counts},
+                             device=config.device)
+        seconds = {c: f + b for c, (f, b) in steps.items()}
         out["snapshot_seconds"] = seconds
         step = seconds[cores]
         agg = _spmm_seconds(edges[-1], store.num_nodes, config.hidden, cores, config.device)
         out["agg_share"] = min(0.9, 2 * layers * agg / step) if step > 0 else 0.0
-        out["fwd_share"] = float(np.nansum(fwd)) / step if step > 0 else 0.5
+        out["fwd_share"] = steps[cores][0] / step if step > 0 else 0.5
     except (TypeError, AttributeError, NotImplementedError):   # a model with no per-snapshot step to time
         pass
     out["overlap"] = {}

@@ -100,7 +100,7 @@ def free_memory(device: str) -> float:
         return float(torch.cuda.mem_get_info(torch.device(device))[0])
     import os
 
-    from dynagnn.timing import proc_bytes
+    from dynagnn.host_memory import proc_bytes
 
     available = proc_bytes("/proc/meminfo", "MemAvailable")
     return float(available if available is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))

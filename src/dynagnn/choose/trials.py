@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from dynagnn.distributed.launch import launch
-from dynagnn.timing import current_rss_bytes
+from dynagnn.host_memory import current_rss_bytes
 from dynagnn.train.engine import Trainer, caller_state_kept
 from dynagnn.train.run_config import TrainConfig, run_keys
 

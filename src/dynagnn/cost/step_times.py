@@ -52,9 +52,41 @@ def model_step_times(store, model: str, hidden: int, threads: int = 1, repeats: 
         torch.set_num_threads(before)
 
 
-def _time_step(net, adj, x, n: int, repeats: int, sync) -> tuple[float, float]:
+def step_seconds(store, model: str, hidden: int, t: int, thread_counts, passes: int = 2, seed: int = 0,
+                 device: str = "cpu") -> dict[int, tuple[float, float]]:
+    """{threads: (forward, backward) seconds of ``model``'s step on snapshot ``t`` from its initial
+    state} at each of ``thread_counts``: one model built, a warm-up step per thread count, then
+    ``passes`` timed passes over the counts interleaved, the fastest of each kept (a pass's noise on a
+    shared machine only adds). The chooser's one-snapshot timing: one build and one warm-up per count
+    where :func:`model_step_times` per count builds and warms its own."""
+    keep_freed_heap()
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    before = torch.get_num_threads()
+    counts = sorted({int(c) for c in thread_counts})
+    try:
+        x = store.require_features(t, t + 1)
+        x = x if x.ndim == 2 else x[0]
+        with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
+            torch.manual_seed(seed)
+            net = build_model(model, store.feature_dim(), hidden).to(dev)
+            n = store.num_nodes
+            adj = csr.normalize(*store.edges(t), n).to(dev)
+            x = torch.from_numpy(np.asarray(x, dtype=np.float32)).to(dev)
+            best: dict[int, tuple[float, float]] = {}
+            for p in range(passes):
+                for c in counts:
+                    torch.set_num_threads(c)
+                    got = _time_step(net, adj, x, n, 1, sync, warm=p == 0)
+                    best[c] = min(best.get(c, got), got, key=sum)
+        return best
+    finally:
+        torch.set_num_threads(before)
+
+
+def _time_step(net, adj, x, n: int, repeats: int, sync, warm: bool = True) -> tuple[float, float]:
     f, b = [], []
-    for _ in range(repeats + 1):   # the first run warms the allocator and the layers' caches
+    for _ in range(repeats + warm):   # the first run warms the allocator and the layers' caches
         state = net.initial_state(n, x.device)
         sync()
         t0 = time.perf_counter()
@@ -67,4 +99,4 @@ def _time_step(net, adj, x, n: int, repeats: int, sync) -> tuple[float, float]:
         f.append(t1 - t0)
         b.append(t2 - t1)
         net.zero_grad(set_to_none=True)
-    return statistics.median(f[1:]), statistics.median(b[1:])
+    return statistics.median(f[warm:]), statistics.median(b[warm:])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 
 from ..atomic import remove_stale_temporaries, replace_refusal, unwritable_reason
 from ..errors import ConfigError, InputError, StoreError
+from ..host_memory import physical_memory
 from . import discretize, sources, synthetic
 from .checks import check_graph
 from .store import write_store
@@ -192,15 +192,6 @@ def check_snapshot_count(raw: RawGraph, spec: dict[str, Any], by: str) -> None:
 
 def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.1f} MiB"
-
-
-def physical_memory() -> int | None:
-    """Bytes of this machine's physical memory, or None where the OS does not say. Also the train
-    stage's bound on host-memory budgets (:func:`dynagnn.train.cache.physical_memory`)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def _weight_rule_text(raw: RawGraph, by: str, rule: str) -> str:

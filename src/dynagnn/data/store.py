@@ -316,11 +316,17 @@ class SnapshotStore:
             return self.read("features/x")
         return self.read("features/x", self._check(t))
 
-    def require_features(self) -> np.ndarray:
-        """All node features, float32 [T, N, F] or [N, F]; ConfigError naming the fix when the store
-        has none (every model needs them)."""
+    def require_features(self, t0: int = 0, t1: int | None = None) -> np.ndarray:
+        """Node features, float32 [N, F] (static ones), or [t1 - t0, N, F] of snapshots t0..t1-1 of
+        time-varying ones (all by default; a slice reads only the chunks that hold it); ConfigError
+        naming the fix when the store has none (every model needs them)."""
         self._check_features()
-        return np.asarray(self.features(), dtype=np.float32)
+        if self.root["features/x"].ndim == 2:
+            return np.asarray(self.read("features/x"), dtype=np.float32)
+        t1 = self.num_snapshots if t1 is None else t1
+        if not 0 <= t0 <= t1 <= self.num_snapshots:
+            raise IndexError(f"features [{t0}, {t1}) out of range for {self.num_snapshots} snapshots")
+        return np.asarray(self.read("features/x", slice(t0, t1)), dtype=np.float32)
 
     def feature_dim(self) -> int:
         """The node-feature width F (the models' input width); ConfigError as :meth:`require_features`."""

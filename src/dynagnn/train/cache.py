@@ -33,18 +33,10 @@ import torch
 from dynagnn.data.rows import RowReader
 from dynagnn.errors import ConfigError
 from dynagnn.graph.cache import FIFOCache, StaticCache
+from dynagnn.host_memory import physical_memory
 
 POLICIES = ("fifo", "static", "none")
 MIB = 1 << 20
-
-
-def physical_memory() -> int | None:
-    """Bytes of this machine's memory, or None where the OS does not say: the ingest stage's
-    :func:`~dynagnn.data.ingest.physical_memory`, imported when asked, as training need not load
-    the ingest stage's readers."""
-    from dynagnn.data.ingest import physical_memory as host_memory
-
-    return host_memory()
 
 
 def device_memory(device: torch.device) -> int | None:

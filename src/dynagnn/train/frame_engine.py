@@ -44,11 +44,11 @@ import torch
 
 from dynagnn.errors import ConfigError
 from dynagnn.graph import csr
+from dynagnn.host_memory import physical_memory
 from dynagnn.graph.overlap import PartitionGraph, overlap_rate, partition_graph, raw_snapshot, split_shared
 from dynagnn.models.base import DynamicGNN, Frame, State
 from dynagnn.schedule.tuner import FrameTuner, trial_seconds
 from dynagnn.timing import PhaseTimer, section
-from dynagnn.train.cache import physical_memory
 from dynagnn.train.pipeline import Prefetcher, bytes_only, producer_has_core
 from dynagnn.train.reuse_cache import ReuseCache  # noqa: F401  (the engine's cache, named here for callers)
 from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
@@ -491,8 +491,8 @@ def range_inputs(store, a: int, span: int) -> tuple[list, list, np.ndarray]:
     :func:`dynagnn.choose.frame_timing.frame_seconds` and :func:`dynagnn.choose.memory_model.measured_frames`)."""
     n = int(store.num_nodes)
     edges = store.window_edges(a, a + span)
-    feats = np.asarray(store.require_features(), dtype=np.float32)
-    return edges, [host_snapshot(*e, n) for e in edges], feats[a:a + span] if feats.ndim == 3 else feats
+    feats = store.require_features(a, a + span)
+    return edges, [host_snapshot(*e, n) for e in edges], feats
 
 
 def quiet_engine(*args, **kwargs) -> FrameEngine:
