@@ -418,3 +418,22 @@ def test_auto_is_the_default_of_every_front():
     assert DEFAULT_STRATEGY == "auto"
     assert inspect.signature(dynagnn.fit).parameters["strategy"].default == DEFAULT_STRATEGY
     assert load_schema()["properties"]["train"]["properties"]["strategy"]["default"] == DEFAULT_STRATEGY
+
+
+def test_the_frames_measurement_is_paid_up_to_what_frames_save():
+    from dynagnn.choose.resolve import FRAMES_SAVING, frames_budget
+
+    assert frames_budget(0.1, 1.0) == FRAMES_SAVING * 1.0 > 0.1   # more than the trials' share of 10%
+    assert frames_budget(0.5, 1.0) == 0.5                          # a share above it: the share
+    assert frames_budget(0.0, 1.0) == 0.0                          # a run that pays for no choosing
+
+
+def test_a_run_paying_for_no_choosing_measures_no_frames(store, monkeypatch):
+    from dynagnn.choose import frame_timing
+    from dynagnn.choose import resolve as auto
+
+    monkeypatch.setattr(frame_timing, "FRAME_MEASURE_FACTOR", 1e-12)   # frames nearly free to measure
+    rep = auto.resolve(store, Request.of(cores=2, trial_share=0.0, **TINY)).report
+    frames = [r for r in rep["candidates"] if r["strategy"] == "frames" and r["workers"] == 1]
+    assert frames and all(r["reason"].startswith("frames not measured: ~") and r["reason"].endswith("over the 0 s they may save")
+                          for r in frames if r["options"].get("frame_size") == max(f["options"].get("frame_size", 1) for f in frames))

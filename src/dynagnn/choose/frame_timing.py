@@ -19,8 +19,12 @@ from dynagnn.errors import one_line
 
 log = logging.getLogger("dynagnn")
 
-QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (after its warm-up round)
-FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after a warm-up round)
+QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (after its warm-up rounds)
+FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after the warm-up rounds)
+# warm-up rounds before the timed ones: the first fills the frame engine's reuse cache, the second is
+# the first to read it (after one, a process's first measurement on CollegeMsg daily's WD-GCN timed
+# frames at 0.83-1.6x the stepped loop; after two, 0.68-0.76x, the exhaustive trials 0.62x)
+FRAME_WARMUPS = 2
 # what measuring the frames costs over its ranges' steps at the quick base's seconds per snapshot
 # step (the engines' builds, the frames' own work), on issue 54's short cases here
 FRAME_MEASURE_FACTOR = 1.5
@@ -66,7 +70,7 @@ def frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry: 
 def frames_measure_seconds(quick, config, frame_sizes, threads: int,
                            rounds: int = QUICK_FRAME_ROUNDS) -> float:
     """What :func:`~dynagnn.choose.predict.quick_frames` would spend measuring the frames of ``frame_sizes`` at ``threads``:
-    its rounds and warm-up round of the stepped range and each size's, a range of the frames' span
+    its rounds and warm-up rounds of the stepped range and each size's, a range of the frames' span
     at the quick base's (``quick``, a :class:`~dynagnn.choose.predict.Base`) seconds per snapshot step, times :data:`FRAME_MEASURE_FACTOR` (the engines'
     builds, the frames' own work)."""
     sizes = sorted({int(s) for s in frame_sizes})
@@ -74,18 +78,20 @@ def frames_measure_seconds(quick, config, frame_sizes, threads: int,
         return 0.0
     span = frame_span(config, sizes, quick.carry, quick.window)
     per_snapshot = quick.epoch(threads) / quick.model_steps
-    return FRAME_MEASURE_FACTOR * (rounds + 1) * (1 + len([s for s in sizes if s <= span])) * span * per_snapshot
+    return (FRAME_MEASURE_FACTOR * (rounds + FRAME_WARMUPS) * (1 + len([s for s in sizes if s <= span])) * span
+            * per_snapshot)
 
 
 def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: bool,
-                  rounds: int = FRAME_ROUNDS, built: list | None = None) -> dict[int, float]:
+                  rounds: int = FRAME_ROUNDS, built: list | None = None,
+                  warmups: int = FRAME_WARMUPS) -> dict[int, float]:
     """{S: seconds of the model's forward and backward over a range of ``span`` snapshots}: ``S = 0``
     stepped one by one through :meth:`~dynagnn.models.base.DynamicGNN.step` as the sequential loop
     feeds it (:class:`~dynagnn.train.transfer.SnapshotFeeder`), each S in ``sizes`` through the frame
     engine in frames of S (a frame of one too: it reads the reused ``Â X``) (:class:`~dynagnn.train.frame_engine.FrameEngine`, its reuse cache and
-    partitions built in a warm-up, as a later epoch finds them; no producer thread). The loss is the
+    partitions built in the warm-up rounds (:data:`FRAME_WARMUPS`), as a later epoch finds them; no producer thread). The loss is the
     sum of every embedding (``carry``: every snapshot of a carried piece has one) or of the last
-    (a window predicts at its end). Interleaved over ``rounds`` rounds after the warm-up, the fastest
+    (a window predicts at its end). Interleaved over ``rounds`` rounds after the warm-ups, the fastest
     round of each (a round's noise on this shared machine only adds); on a copy of ``model``, in
     ``threads`` threads, on a sample range in the middle of the store, with the heap kept as the
     trainers keep it (:func:`~dynagnn.allocator.keep_freed_heap`: a trimmed heap's page faults made
@@ -139,10 +145,10 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
                 return time.perf_counter() - t0
             variants = [0] + [int(s) for s in sizes]
             got: dict[int, list[float]] = {s: [] for s in variants}
-            for r in range(rounds + 1):   # the first round warms the caches, partitions and allocator
+            for r in range(rounds + warmups):   # the warm-up rounds fill the caches, partitions and allocator
                 for s in variants:
                     dt = timed(s)
-                    if r:
+                    if r >= warmups:
                         got[s].append(dt)
             return {s: min(v) for s, v in got.items()}
     finally:

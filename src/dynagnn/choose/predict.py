@@ -309,7 +309,7 @@ def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes,
     sizes = [max([s for s in sizes if s <= span] or sizes[:1])]
     cost = frames_measure_seconds(quick, config, sizes, max(1, int(cores)))
     if cost > budget_s:
-        why = f"frames not measured: ~{cost:.2g} s to measure, over the {budget_s:.2g} s the run pays for choosing"
+        why = f"frames not measured: ~{cost:.2g} s to measure, over the {budget_s:.2g} s they may save"
         log.info("auto: %s", why)
         return quick, why
     t0 = time.perf_counter()

@@ -306,6 +306,20 @@ def _frame_sizes(cands) -> set[int]:
     return {dict(c.options).get("frame_size", 1) for c in cands if runs_frames(c.strategy)}
 
 
+#: what the short path may spend measuring the frames, a share of the predicted training: what they
+#: save where they win (the fastest in 9 of the epoch-regret matrix's 11 snapshot cases, saving 17% of
+#: the plain loop's epoch at the median of those, 24% at the upper quartile, 38% at most), so that the
+#: measurement pays for itself where they do. The trials' share (10%) left out england_covid's T-GCN
+#: (20 epochs, 0.5 s of training), where frames save 38% and measuring them costs 0.07-0.09 s; a fifth
+#: missed it by a millisecond of estimate
+FRAMES_SAVING = 0.25
+def frames_budget(share_s: float, expected_s: float) -> float:
+    """What the short path may spend measuring the frames of a run of ``expected_s`` predicted
+    training whose trials' share is ``share_s`` seconds: :data:`FRAMES_SAVING` of it, or the share
+    where that is more; nothing where the share is nothing (a run that pays for no choosing)."""
+    return max(share_s, FRAMES_SAVING * expected_s) if share_s > 0 else 0.0
+
+
 #: the short path's margin on a peak predicted without the frames' own measurement
 SHORT_MARGIN = 2.0
 #: predictions from one snapshot's step within 10% of each other are a tie: that step times the
@@ -336,7 +350,8 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
     fastest predicted candidate of one process whose predicted peak fits the budget (a tie to the
     simpler), decided from that prediction alone, with what it pays once (the frame engine's build)
     spread over the run's epochs; None too where none of one process fits. The frames' saving is
-    measured only where that costs at most the trials' share of the training, at one size
+    measured only where that costs at most what they are expected to save (:data:`FRAMES_SAVING` of
+    the predicted training; none where the trials' share is 0), at one size
     (:func:`~dynagnn.choose.predict.quick_frames`); frames not measured are no candidates here."""
     from dynagnn.choose.predict import predict, quick_frames
 
@@ -351,7 +366,8 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
         return None
     short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
              f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
-    quick, not_measured = quick_frames(quick, store, config, model, cores, _frame_sizes(one), share_s)
+    quick, not_measured = quick_frames(quick, store, config, model, cores, _frame_sizes(one),
+                                       frames_budget(share_s, expected))
     unmeasured = {c: not_measured or "frames not measured at this size (the short path measures the largest "
                   "a frame's span holds)" for c in one if runs_frames(c.strategy) and quick.frame_saving(c) is None}
     one = [c for c in one if c not in unmeasured]
