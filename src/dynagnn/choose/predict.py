@@ -294,27 +294,30 @@ def quick_base(store, config, model, cores: int) -> Base | None:
                 frames_ratio=True, model_steps=snapshots, **terms)
 
 
-def quick_frames(quick: Base, store, config, model, cores: int, frame_sizes,
-                 budget_s: float) -> tuple[Base, str | None]:
-    """(``quick`` with the frames' saving measured at ``cores`` threads over :data:`QUICK_FRAME_ROUNDS`
-    rounds, what the closed form misses most: a carried sequence's frames, 1.3-1.4x on
-    twitter_tennis; None) at the largest of ``frame_sizes`` a frame's span holds only (the best or
-    within 3% of it on issue 54's short cases, at half the cost of every size), where that
-    measurement (:func:`frames_measure_seconds`) costs at most ``budget_s``; else (``quick`` as it
-    is, why the frames were not measured): the short path trains no frames it did not measure."""
+def quick_frames(quick: Base, store, config, model, frame_sizes, budget_s: float) -> tuple[Base, str | None]:
+    """(``quick`` with the frames' saving measured over :data:`QUICK_FRAME_ROUNDS` rounds, what the
+    closed form misses most: a carried sequence's frames, 1.3-1.4x on twitter_tennis; None) at the
+    thread count the quick base timed fastest (the other's candidates read its ratio: on a small graph
+    a thread each, where the pick falls and the measurement costs least; england_covid's T-GCN step
+    took 0.025 s at 1 thread, 0.034 s at 2), at the largest of ``frame_sizes`` a frame's span holds
+    only (the best or within 3% of it on issue 54's short cases, at half the cost of every size),
+    where that measurement (:func:`frames_measure_seconds`) costs at most ``budget_s``; else
+    (``quick`` as it is, why the frames were not measured): the short path trains no frames it did
+    not measure."""
     sizes = sorted({int(s) for s in frame_sizes})
     if not sizes:
         return quick, None
     span = frame_span(config, sizes, quick.carry, quick.window)
     sizes = [max([s for s in sizes if s <= span] or sizes[:1])]
-    cost = frames_measure_seconds(quick, config, sizes, max(1, int(cores)))
+    threads = min(quick.seconds, key=lambda t: (quick.seconds[t], -t))
+    cost = frames_measure_seconds(quick, config, sizes, threads)
     if cost > budget_s:
         why = f"frames not measured: ~{cost:.2g} s to measure, over the {budget_s:.2g} s they may save"
         log.info("auto: %s", why)
         return quick, why
     t0 = time.perf_counter()
     ends, carry = _plain_ends(config, store)
-    terms = frames_terms(store, config, model, [max(1, int(cores))], sizes, ends, carry, quick.window,
+    terms = frames_terms(store, config, model, [threads], sizes, ends, carry, quick.window,
                          rounds=QUICK_FRAME_ROUNDS)
     if not terms:   # the model's frame path failed here (frames_terms logged why)
         return quick, "frames not measured: the model's frame path failed at start"

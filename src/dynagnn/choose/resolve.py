@@ -366,7 +366,7 @@ def short_choice(store, config, model, cands: list[Candidate], quick, budget: fl
         return None
     short = (f"the run is too short to pay for trials: {share_s:.2g} s of choosing (the trials' share of "
              f"{expected:.2g} s of predicted training) against {full:.2g} s to measure the base")
-    quick, not_measured = quick_frames(quick, store, config, model, cores, _frame_sizes(one),
+    quick, not_measured = quick_frames(quick, store, config, model, _frame_sizes(one),
                                        frames_budget(share_s, expected))
     unmeasured = {c: not_measured or "frames not measured at this size (the short path measures the largest "
                   "a frame's span holds)" for c in one if runs_frames(c.strategy) and quick.frame_saving(c) is None}
