@@ -263,7 +263,9 @@ def summary(rows: list[dict]) -> dict:
             "median_regret": statistics.median(regrets) if regrets else math.nan,
             "worst_regret": max(regrets) if regrets else math.nan,
             "median_remembered_regret": statistics.median([r["remembered_regret"] for r in ok]) if ok else math.nan,
-            "worst_remembered_choose_s": max((r["remembered_choose_s"] for r in ok), default=math.nan),
+            # a loaded case's second run chooses again (a choice under load is not remembered): no recall
+            "worst_remembered_choose_s": max((r["remembered_choose_s"] for r in ok if not r.get("loaded")),
+                                             default=math.nan),
             "choosing_over_training": [r["case"] for r in ok if r["choose_s"] > r["train_s"]]}
 
 
@@ -297,7 +299,8 @@ def main() -> dict:
     s = summary(rows)
     print(f"  total-time regret over {s['measured']} of {s['cases']} cases: median {s['median_regret']:.3f} (aim <= "
           f"{AIM_MEDIAN}), worst {s['worst_regret']:.3f} (aim <= {AIM_WORST}); remembered: median "
-          f"{s['median_remembered_regret']:.3f}, its choosing at most {s['worst_remembered_choose_s']:.3f} s (aim <= "
+          f"{s['median_remembered_regret']:.3f}, its choosing at most {s['worst_remembered_choose_s']:.3f} s where "
+          f"recalled, the loaded case choosing again (aim <= "
           f"{AIM_REMEMBERED_S}); cases whose choosing cost more than their training: "
           f"{', '.join(s['choosing_over_training']) or 'none'}")
     out = bench_dir() / "auto"

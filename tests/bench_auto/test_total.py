@@ -38,13 +38,15 @@ def test_the_summary_takes_medians_and_names_the_cases_whose_choosing_cost_more_
              "train_s": 1.5},
             {"case": "c", "regret": 1.1, "remembered_regret": 1.2, "remembered_choose_s": 0.05, "choose_s": 0.1,
              "train_s": 9.0},
-            {"case": "d", "error": "RuntimeError: boom"}]
+            {"case": "d", "error": "RuntimeError: boom"},
+            {"case": "e", "regret": 1.1, "remembered_regret": 1.0, "remembered_choose_s": 0.7, "choose_s": 0.7,
+             "train_s": 1.5, "loaded": True}]   # chooses again (under load): no recall to count
     s = total.summary(rows)
-    assert (s["cases"], s["measured"]) == (4, 3)
+    assert (s["cases"], s["measured"]) == (5, 4)
     assert s["median_regret"] == pytest.approx(1.1) and s["worst_regret"] == pytest.approx(1.3)
     assert s["median_remembered_regret"] == pytest.approx(1.0) and s["worst_remembered_choose_s"] == 0.05
     assert s["choosing_over_training"] == ["b"]
-    assert math.isnan(total.summary([rows[-1]])["median_regret"])
+    assert math.isnan(total.summary([rows[3]])["median_regret"])
 
 
 def test_the_training_s_seconds_are_read_from_the_run_s_log():

@@ -70,7 +70,7 @@ def frames_terms(store, config, model, thread_counts, frame_sizes, ends, carry: 
 def frames_measure_seconds(quick, config, frame_sizes, threads: int,
                            rounds: int = QUICK_FRAME_ROUNDS) -> float:
     """What :func:`~dynagnn.choose.predict.quick_frames` would spend measuring the frames of ``frame_sizes`` at ``threads``:
-    its rounds and warm-up rounds of the stepped range and each size's, a range of the frames' span
+    its rounds and warm-up rounds of each size's range and the stepped one's (one warm-up), a range of the frames' span
     at the quick base's (``quick``, a :class:`~dynagnn.choose.predict.Base`) seconds per snapshot step, times :data:`FRAME_MEASURE_FACTOR` (the engines'
     builds, the frames' own work)."""
     sizes = sorted({int(s) for s in frame_sizes})
@@ -78,8 +78,8 @@ def frames_measure_seconds(quick, config, frame_sizes, threads: int,
         return 0.0
     span = frame_span(config, sizes, quick.carry, quick.window)
     per_snapshot = quick.epoch(threads) / quick.model_steps
-    return (FRAME_MEASURE_FACTOR * (rounds + FRAME_WARMUPS) * (1 + len([s for s in sizes if s <= span])) * span
-            * per_snapshot)
+    frames = len([s for s in sizes if s <= span])
+    return FRAME_MEASURE_FACTOR * ((rounds + 1) + (rounds + FRAME_WARMUPS) * frames) * span * per_snapshot
 
 
 def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: bool,
@@ -147,6 +147,8 @@ def frame_seconds(store, config, model, threads: int, sizes, span: int, carry: b
             got: dict[int, list[float]] = {s: [] for s in variants}
             for r in range(rounds + warmups):   # the warm-up rounds fill the caches, partitions and allocator
                 for s in variants:
+                    if 0 < r < warmups and s == 0:   # the stepped loop has no reuse cache: one warm-up serves
+                        continue
                     dt = timed(s)
                     if r >= warmups:
                         got[s].append(dt)
