@@ -112,7 +112,14 @@ def test_a_run_too_short_to_pay_for_measuring_is_chosen_from_one_snapshot_s_step
     least = min(cost.values())
     assert cost[chosen["label"]] <= least * (1 + auto.QUICK_TIE) and chosen["predicted_peak_bytes"] > 0
     # a tie within the quick prediction's 10% goes to the simpler, then to more threads
-    ties = [Candidate.from_row(r) for r in one if cost[r["label"]] <= least * (1 + auto.QUICK_TIE)]
+    # a plain loop is out where its frames twin at its threads is faster by more than FRAMES_TIE
+    beaten = {r["label"] for r in one if "faster at its threads" in (r["reason"] or "")}
+    for r in one:
+        twins = [cost[f["label"]] for f in one if f["strategy"] == "frames" and f["threads"] == r["threads"]]
+        if not r["options"] and r["strategy"] == "sequential":
+            assert (r["label"] in beaten) == bool(twins and min(twins) < cost[r["label"]] * (1 - auto.FRAMES_TIE))
+    ties = [Candidate.from_row(r) for r in one
+            if r["label"] not in beaten and cost[r["label"]] <= least * (1 + auto.QUICK_TIE)]
     assert auto._quick_key(Candidate.from_row(chosen)) == min(auto._quick_key(c) for c in ties)
     several = [r for r in rep["candidates"] if r["workers"] * r["processes_per_worker"] > 1 and
                "chosen only on a trial" in (r["reason"] or "")]
