@@ -44,7 +44,7 @@ rule study_train:
         gpu=lambda wildcards: train_gpus(study_as_train(wildcards)),
         tasks_per_gpu=0,
     shell:
-        "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
+        "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} --figure "
         "--workers {params.workers} --threads 1 > {log:q} 2>&1 && echo made: {output:q}"
 
 

@@ -49,7 +49,7 @@ rule train:
         gpu=lambda wildcards: train_gpus(wildcards),
         tasks_per_gpu=0,
     shell:
-        "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} "
+        "{params.launcher} train {input.store:q} --out-dir {params.out_dir:q} --options {params.options:q} --figure "
         "{params.slot} > {log:q} 2>&1 && echo made: {output:q}"
 
 

@@ -23,3 +23,21 @@ def test_link_head_per_node_first_layer_equals_per_pair():
         g_want = torch.autograd.grad(want.square().sum(), [h, *head.parameters()])
         for a, b in zip(g_got, g_want):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_scores_without_gradients_in_blocks_equal_the_whole_product(monkeypatch):
+    """Evaluation's scores, a cache-sized block of pairs at a time (many blocks here: the block
+    floored at 1,024 pairs, 2,500 pairs), equal the whole [E, hidden] computed at once, exactly."""
+    from dynagnn.models import heads
+
+    torch.manual_seed(1)
+    head = LinkPredictor(8, hidden=6)
+    h = torch.randn(50, 8)
+    pairs = torch.randint(0, 50, (2, 2500))
+    with torch.enable_grad():
+        whole = head(h, pairs).detach()
+    monkeypatch.setattr(heads, "SCORE_BLOCK_BYTES", 1)
+    with torch.no_grad():
+        blocks = head(h, pairs)
+    assert torch.equal(blocks, whole)
+    torch.testing.assert_close(whole, _per_pair(head, h, pairs).detach())

@@ -1,6 +1,8 @@
 """The training engine: deterministic, equal under its optimisations, safe on failure."""
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -82,6 +84,22 @@ def test_checkpoint_of_another_model_is_refused(link_store, tmp_path):
         tr.load_checkpoint(tmp_path / "a" / "model.pt")
 
 
+def test_a_cli_run_loads_neither_the_compiler_stack_nor_matplotlib(link_store, tmp_path):
+    """A run's start (issue 48): torch._dynamo (1.6-2.0 s of a process's start here, which torch's
+    Adam imports) and matplotlib (1 s, and 0.9 s drawing) load only where asked for: neither a
+    named strategy's run nor the chooser's loads them, and --figure draws."""
+    runs = [["--strategy", "sequential", "--out-dir", str(tmp_path / "named")],
+            ["--out-dir", str(tmp_path / "auto"), "--cores", "1"]]
+    code = ("import sys\nfrom dynagnn.cli import main\n"
+            f"for extra in {runs!r}:\n"
+            f"    assert main(['-q', 'train', {str(link_store)!r}, '--epochs', '1', '--hidden', '4', *extra]) == 0\n"
+            "print('torch._dynamo' in sys.modules, 'matplotlib' in sys.modules)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.split() == ["False", "False"]
+    assert (tmp_path / "auto" / "auto.json").exists() and not (tmp_path / "named" / "training.png").exists()
+
+
 def test_bad_options(link_store):
     with pytest.raises(ConfigError, match=r"train: unknown key 'windw' \(did you mean 'window'\?\)"):
         TrainConfig.from_dict({"windw": 3})
@@ -94,7 +112,7 @@ def test_bad_options(link_store):
 def test_cli_train(link_store, tmp_path, capsys):
     out = tmp_path / "cli"
     rc = main(["-q", "train", str(link_store), "--out-dir", str(out), "--model", "gcrn",
-               "--options", json.dumps({**FAST, "model": "tgcn"}), "--epochs", "2"])
+               "--options", json.dumps({**FAST, "model": "tgcn"}), "--epochs", "2", "--figure"])
     assert rc == 0
     m = pd.read_parquet(out / "metrics.parquet")
     assert len(m) == 2 and (out / "training.png").exists() and (out / "training.pdf").exists()

@@ -303,9 +303,8 @@ def cuda_workspace_bytes(device: str) -> float:
 
 
 def _warm_imports(config, store_path=None) -> None:
-    """Load what a trainer loads once per process and never frees (torch's compiler stack, which a
-    fused Adam imports; the config's schema checker; the store's codecs, by reading its first
-    snapshot; the model's contract check, which runs the model class on a small graph and is cached
+    """Load what a trainer loads once per process and never frees (its optimiser's first step; the
+    config's schema checker; the store's codecs, by reading its first snapshot; the model's contract check, which runs the model class on a small graph and is cached
     per class and widths, so the trainer does not repeat it), so the start that the peak is measured
     above is after it."""
     import dynagnn.config  # noqa: F401  (jsonschema)
@@ -323,8 +322,10 @@ def _warm_imports(config, store_path=None) -> None:
             in_dim = strategy.input_dim(store)
             check_contract(strategy.model_class(config.model), config.model, in_dim, config.hidden)
 
+    from dynagnn.train.optimizer import Adam
+
     w = torch.nn.Parameter(torch.zeros(4))
-    opt = torch.optim.Adam([w], lr=0.01, fused=True)
+    opt = Adam([w], lr=0.01)
     w.grad = torch.ones(4)
     opt.step()
 

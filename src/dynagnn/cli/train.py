@@ -25,8 +25,8 @@ def add_train(sub, options: bool = True) -> None:
                                     "--batch-windows windows of --window snapshots, Adam, evaluation on "
                                     "held-out time steps, early stopping. Writes metrics.parquet (per epoch), "
                                     "timings.parquet (per epoch, worker and phase), comm.parquet (bytes per "
-                                    "epoch, worker and collective), model.pt (best epoch) and training.png in "
-                                    "--out-dir. Strategies: --strategy names one of the registered strategies "
+                                    "epoch, worker and collective) and model.pt (best epoch) in --out-dir, and "
+                                    "with --figure training.png. Strategies: --strategy names one of the registered strategies "
                                     "(auto by default, which chooses among the others and writes auto.json; "
                                     "their options below say which take them). "
                                     "--workers N spawns N local processes (gloo on "
@@ -71,6 +71,10 @@ def add_train(sub, options: bool = True) -> None:
     tr.add_argument("--overwrite", action="store_true",
                     help="replace a finished run of another model, strategy, store or config in --out-dir "
                          "(refused without it)")
+    tr.add_argument("--figure", action="store_true",
+                    help="also draw training.png and training.pdf in --out-dir (loss and every metric per epoch, "
+                         "from metrics.parquet; the workflow draws them); off by default, as drawing imports "
+                         "matplotlib, about 2 s of a short run's wall")
     if options:
         add_option_flags(tr)
 
@@ -135,7 +139,6 @@ def cmd_train(args) -> None:
     from ..api import train
     from ..choose.request import DEFAULT_STRATEGY, request_of
     from ..config import check_options
-    from ..report.figures import training_curves
 
     options, names = {}, {}
     if args.options:
@@ -177,4 +180,8 @@ def cmd_train(args) -> None:
              time.perf_counter() - t0, int(best["epoch"]),
              ", ".join(f"{k} {best[k]:.4f}" for k in metrics.columns
                        if k.startswith(("val_", "test_")) and k.split("_")[1] not in KINDS))  # the run's own negatives
-    training_curves(metrics, args.out_dir / "training.png", f"{args.store.parent.name}: {config.model}, {config.strategy}")
+    if args.figure:
+        from ..report.figures import training_curves
+
+        training_curves(metrics, args.out_dir / "training.png",
+                        f"{args.store.parent.name}: {config.model}, {config.strategy}")
