@@ -23,7 +23,7 @@ QUICK_FRAME_ROUNDS = 1  # the short path's rounds of the frames' measurement (af
 FRAME_ROUNDS = 3       # timed rounds of the frames' measurement at start (after the warm-up rounds)
 # warm-up rounds before the timed ones: the first fills the frame engine's reuse cache, the second is
 # the first to read it (after one, a process's first measurement on CollegeMsg daily's WD-GCN timed
-# frames at 0.83-1.6x the stepped loop; after two, 0.68-0.76x, the exhaustive trials 0.62x)
+# frames at 0.83-1.6x the stepped loop; after two, 0.68-0.76x; the exhaustive searches 0.62-0.80x)
 FRAME_WARMUPS = 2
 # what measuring the frames costs over its ranges' steps at the quick base's seconds per snapshot
 # step (the engines' builds, the frames' own work), on issue 54's short cases here
