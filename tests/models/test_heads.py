@@ -26,18 +26,21 @@ def test_link_head_per_node_first_layer_equals_per_pair():
 
 
 def test_scores_without_gradients_in_blocks_equal_the_whole_product(monkeypatch):
-    """Evaluation's scores, a cache-sized block of pairs at a time (many blocks here: the block
-    floored at 1,024 pairs, 2,500 pairs), equal the whole [E, hidden] computed at once, exactly."""
+    """Evaluation's scores, a cache-sized block of pairs at a time, equal the whole [E, hidden] computed
+    at once: at the real block size with a width that is no power of two (3 blocks of 13,056 pairs and a
+    part), and at many blocks of the floor (1,024 pairs)."""
     from dynagnn.models import heads
 
     torch.manual_seed(1)
-    head = LinkPredictor(8, hidden=6)
-    h = torch.randn(50, 8)
-    pairs = torch.randint(0, 50, (2, 2500))
+    head = LinkPredictor(24, hidden=20)
+    h = torch.randn(500, 24)
+    pairs = torch.randint(0, 500, (2, 45000))
     with torch.enable_grad():
         whole = head(h, pairs).detach()
+    with torch.no_grad():
+        real = head(h, pairs)
     monkeypatch.setattr(heads, "SCORE_BLOCK_BYTES", 1)
     with torch.no_grad():
-        blocks = head(h, pairs)
-    assert torch.equal(blocks, whole)
+        floor = head(h, pairs)
+    assert torch.equal(real, whole) and torch.equal(floor, whole)
     torch.testing.assert_close(whole, _per_pair(head, h, pairs).detach())

@@ -117,6 +117,10 @@ def test_cli_train(link_store, tmp_path, capsys):
     m = pd.read_parquet(out / "metrics.parquet")
     assert len(m) == 2 and (out / "training.png").exists() and (out / "training.pdf").exists()
     assert torch.load(out / "model.pt", weights_only=True)["model"] == "gcrn"  # the flag wins
+    rc = main(["-q", "train", str(link_store), "--out-dir", str(out), "--model", "gcrn", "--overwrite",
+               "--options", json.dumps({**FAST, "model": "tgcn"}), "--epochs", "1"])
+    assert rc == 0 and len(pd.read_parquet(out / "metrics.parquet")) == 1
+    assert not (out / "training.png").exists() and not (out / "training.pdf").exists()   # not this run's
     rc = main(["-q", "train", str(link_store), "--out-dir", str(out), "--task", "classify"])
     assert rc == 2 and "needs labels" in capsys.readouterr().err
 

@@ -5,9 +5,18 @@ import copy
 import subprocess
 import sys
 
+import pytest
 import torch
 
+from dynagnn.train import optimizer
 from dynagnn.train.optimizer import Adam
+
+
+@pytest.fixture
+def unwrapped(monkeypatch):
+    """Our path, as a process without torch._dynamo takes it: building torch's Adam (the reference)
+    loads it, after which ours would defer to torch's own methods."""
+    monkeypatch.setattr(optimizer, "_compiling_loaded", lambda: False)
 
 
 def _params(seed=0):
@@ -23,7 +32,7 @@ def _steps(opt, params, n, start=0):
         opt.step()
 
 
-def test_the_same_update_and_state_as_torchs_fused_adam():
+def test_the_same_update_and_state_as_torchs_fused_adam(unwrapped):
     ours, theirs = _params(), _params()
     a = Adam(ours, lr=0.05, weight_decay=0.01)
     b = torch.optim.Adam(theirs, lr=0.05, weight_decay=0.01, fused=True)
@@ -36,7 +45,7 @@ def test_the_same_update_and_state_as_torchs_fused_adam():
     assert all(torch.equal(sa["state"][k][n], sb["state"][k][n]) for k in sb["state"] for n in sb["state"][k])
 
 
-def test_a_state_loaded_continues_as_the_run_it_came_from():
+def test_a_state_loaded_continues_as_the_run_it_came_from(unwrapped):
     whole, resumed = _params(1), _params(1)
     a = Adam(whole, lr=0.05)
     _steps(a, whole, 3)
@@ -57,3 +66,16 @@ def test_building_and_stepping_it_leaves_the_compiler_stack_unloaded():
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_step_hooks_run_once_whether_or_not_the_compiler_stack_is_loaded(monkeypatch, loaded):
+    torch.optim.Adam([torch.nn.Parameter(torch.ones(2))])   # hooks torch's own step, as any build in the process
+    monkeypatch.setattr(optimizer, "_compiling_loaded", lambda: loaded)
+    w = torch.nn.Parameter(torch.ones(3))
+    o, seen = Adam([w]), []
+    o.register_step_pre_hook(lambda *a: seen.append("pre"))
+    o.register_step_post_hook(lambda *a: seen.append("post"))
+    w.grad = torch.ones(3)
+    o.step()
+    assert seen == ["pre", "post"]

@@ -185,3 +185,6 @@ def cmd_train(args) -> None:
 
         training_curves(metrics, args.out_dir / "training.png",
                         f"{args.store.parent.name}: {config.model}, {config.strategy}")
+    else:   # an earlier run's figure is not this run's
+        for name in ("training.png", "training.pdf"):
+            (args.out_dir / name).unlink(missing_ok=True)

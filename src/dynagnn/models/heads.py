@@ -52,10 +52,12 @@ class LinkPredictor(nn.Module):
         """:meth:`forward`'s scores without gradients on a CPU (evaluation: every positive and its 20
         negatives, each window), a block of pairs at a time that stays in the cache through the
         gather, the sums, the activation and the last layer, where the whole [E, hidden] made four
-        trips through memory; the same operations in the same order on each pair."""
+        trips through memory; the same operations in the same order on each pair (blocks of whole
+        64-row tiles, which the last layer's product sums as it sums the whole)."""
         first, act, last = self.mlp
         out = torch.empty(u.shape[0], dtype=hu.dtype)
-        step = max(1024, SCORE_BLOCK_BYTES // (hu.shape[1] * hu.element_size()))
+        # whole tiles of 64 rows: the last layer's product treats a block's leftover rows apart, 1 ulp off
+        step = max(1024, SCORE_BLOCK_BYTES // (hu.shape[1] * hu.element_size())) // 64 * 64
         for a in range(0, u.shape[0], step):
             z = hu.index_select(0, u[a:a + step]).add_(hv.index_select(0, v[a:a + step])).add_(first.bias)
             out[a:a + step] = last(act(z)).squeeze(-1)

@@ -61,6 +61,9 @@ class Adam(torch.optim.Adam):
 
     def step(self, closure=None):
         if _compiling_loaded() or self.defaults.get("differentiable"):
-            return super().step(closure)
+            # torch's own step, less the profiling hook this class's step already carries (a
+            # torch.optim.Adam built in this process hooks torch's: its hooks would run twice)
+            step = torch.optim.Adam.step
+            return (step.__wrapped__ if getattr(step, "hooked", False) else step)(self, closure)
         with torch.no_grad():   # what torch's wrapper does outside compilation: gradients off
             return _unwrapped(torch.optim.Adam.step)(self, closure)
