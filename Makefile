@@ -33,7 +33,7 @@ run: install
 	  echo "dynagnn: report results/report.html, claims table results/report/claims.html"
 
 test: install
-	. $(VENV)/bin/activate && python -m pytest -q -n $(TEST_JOBS) --dist worksteal --durations=25
+	. $(VENV)/bin/activate && python -m pytest -q -n $(TEST_JOBS) --dist loadgroup --durations=25
 
 bench: install
 	. $(VENV)/bin/activate && python -m benchmarks

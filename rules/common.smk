@@ -116,10 +116,10 @@ def _check_event_runs():
     """An event model (TGN, JODIE, APAN) trains with the events strategy, and EdgeBank is scored by it,
     on a dataset with an event stream: say so when the config is read, not when its job fails (EdgeBank's
     other strategies: the library's config check)."""
-    from dynagnn.models import TGNN_MODELS
+    from dynagnn.catalog import models
 
     for run in TRAIN_RUNS:
-        if run["model"] not in TGNN_MODELS and run["strategy"] != "events":   # EdgeBank's event task too
+        if models().get(run["model"]) != "event" and run["strategy"] != "events":   # EdgeBank's event task too
             continue
         fmt = config["datasets"][run["dataset"]]["format"]
         if fmt in NO_EVENTS:

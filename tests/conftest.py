@@ -1,18 +1,10 @@
 import numpy as np
 import pytest
-import torch
 
-from dynagnn.data.types import EventStream, RawGraph, SnapshotList
+from dynagnn.data.types import RawGraph, SnapshotList
 
-
-HAS_CUDA = torch.cuda.is_available()
-NO_CUDA = "no CUDA device: the cuda half of a device-parametrised test runs where one is (pytest -m gpu)"
-
-#: The devices an equivalence test runs on, in the style of PyG's ``withCUDA``: ``cpu`` always, and
-#: ``cuda`` marked ``gpu`` (``pytest -m gpu`` selects that half), skipped with one reason where this
-#: torch has no CUDA device. Use as ``@pytest.mark.parametrize("device", DEVICES)``, or as the params
-#: of a fixture that builds something per device (``device_param``).
-DEVICES = ["cpu", pytest.param("cuda", marks=(pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA)))]
+from tests.testing.devices import DEVICES
+from tests.testing.stores import random_events, small_store
 
 
 @pytest.fixture(autouse=True)
@@ -32,28 +24,28 @@ def quiet_machine(monkeypatch):
     monkeypatch.setenv("DYNAGNN_OTHERS_BUSY", "0")
 
 
-def needs_gpu(test):
-    """A test that needs a GPU and has no CPU half: marked ``gpu``, skipped with DEVICES' reason."""
-    return pytest.mark.gpu(pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA)(test))
-
-
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
     """"cpu", then "cuda" where a GPU is present (see :data:`DEVICES`)."""
     return request.param
 
 
-def random_events(n_nodes=30, n_events=400, t_max=1000, seed=0, weights=False):
-    """Time-sorted random events with self-loops and repeats, as real streams have."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, n_nodes, n_events)
-    dst = rng.integers(0, n_nodes, n_events)
-    t = np.sort(rng.integers(0, t_max, n_events))
-    dup = rng.random(n_events) < 0.1  # copy some events exactly
-    idx = np.flatnonzero(dup[1:]) + 1
-    src[idx], dst[idx], t[idx] = src[idx - 1], dst[idx - 1], t[idx - 1]
-    w = rng.random(n_events).astype(np.float32) if weights else None
-    return EventStream(src.astype(np.int64), dst.astype(np.int64), t.astype(np.int64), w)
+@pytest.fixture
+def link_store(tmp_path):
+    """A small churning store for the link task."""
+    return small_store(tmp_path / "link.zarr")
+
+
+@pytest.fixture
+def class_store(tmp_path):
+    """The same with 3 static classes."""
+    return small_store(tmp_path / "class.zarr", labels="class")
+
+
+@pytest.fixture
+def regress_store(tmp_path):
+    """The same with a float target per snapshot and vertex."""
+    return small_store(tmp_path / "regress.zarr", labels="regress")
 
 
 @pytest.fixture
@@ -86,9 +78,10 @@ def pytest_collection_modifyitems(config, items):
 def clean_model_registry():
     """The model registry as it was before the test: a test that loads a user's model by import path
     leaves no name behind for a later test that lists the registered models."""
+    from dynagnn import catalog
     from dynagnn.models import registry
 
-    tables = (registry.MODELS, registry.ALL_MODELS, registry.KINDS)
+    tables = (registry.MODELS, registry.ALL_MODELS, registry.KINDS, catalog._added_models)
     saved = [dict(t) for t in tables]
     yield
     for table, before in zip(tables, saved):

@@ -28,7 +28,8 @@ import dynagnn
 from dynagnn.cli import main
 from dynagnn.errors import ConfigError, DynagnnError, InputError
 from tests.models.plugin_cells import GRUCell
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 TINY = {"epochs": 2, "hidden": 8, "window": 2}
 # the tests that compare two runs' numbers name the strategy: auto (fit's default) times its candidates, and
@@ -383,7 +384,7 @@ def test_import_dynagnn_imports_no_torch():
     code = ("import sys, dynagnn; assert 'torch' not in sys.modules, 'torch'; f = dynagnn.fit; "
             "assert 'torch' not in sys.modules, 'torch after fit'; dynagnn.open_store; "
             "assert 'torch' not in sys.modules, 'torch after open_store'; print(sorted(dynagnn.__all__))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert out.returncode == 0, out.stderr
     assert "fit" in out.stdout and "from_pyg" in out.stdout
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):

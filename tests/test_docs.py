@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from tests.testing.limits import PROCESS_HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -583,7 +584,7 @@ def test_runnable_block(block, tiny, tmp_path):
     env = {**os.environ, "STORE": str(tiny / "store.zarr"), "CONFIG": str(tiny / "config.yaml"),
            "OUT": str(tmp_path / "out"), "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     cmd = ["bash", "-e", "-c", block.text] if block.lang == "bash" else [sys.executable, "-c", block.text]
-    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert run.returncode == 0, f"{block.id} failed ({run.returncode}):\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
 
 

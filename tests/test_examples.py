@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.testing.limits import PROCESS_HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -39,7 +40,7 @@ def script_param(script: Path):
 
 def run(script: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=PROCESS_HANG_S)
 
 
 def test_there_are_examples():

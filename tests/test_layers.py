@@ -1,5 +1,5 @@
 """Imports point down the layer order of DESIGN.md: the package-root helpers (the leaves first:
-errors, atomic, sortedkeys, timing, allocator, host_memory; then splits, tables, config and cpu_load, which use them), data, distributed, graph,
+errors, atomic, sortedkeys, timing, allocator, host_memory; then splits, tables, config and cpu_load, which use them; the catalog above config), data, distributed, graph,
 models, tasks, then the stages in pipeline order (analysis, cost, schedule, train), the chooser above
 training (choose), report, the API that sequences stages and plans a config's runs (api), and the CLI.
 
@@ -21,6 +21,7 @@ SRC = Path(dynagnn.__file__).parent
 LAYERS = [
     {"__init__", "errors", "atomic", "sortedkeys", "timing", "allocator", "host_memory"},
     {"splits", "tables", "config", "versioned", "cpu_load"},
+    {"catalog"},
     {"data"},
     {"distributed"},
     {"graph"},
@@ -53,6 +54,7 @@ DYNAMIC = {
     "models/registry.py": "a user's model class, package.module:Class (never dynagnn's own)",
     "data/sources/safe_pickle.py": "the classes a pickle of plain data may name (numpy's, never dynagnn's)",
     "api/__init__.py": "its own modules, each loaded on first use (the same package)",
+    "train/strategies/__init__.py": "a strategy's module, named by the catalog, loaded where its class is asked for",
 }
 
 
@@ -228,3 +230,19 @@ def test_the_chooser_is_told_apart_by_name_in_two_places():
              if tests.search(line) and "strategy" in line]
     assert sorted(s.split(":")[0] for s in sites) == ["src/dynagnn/api/runs.py", "src/dynagnn/choose/request.py"], sites
     assert "auto" not in STRATEGIES
+
+
+def test_test_modules_import_helpers_from_the_testing_package():
+    """A test module's helpers come from ``tests/testing`` (or its own folder's ``common.py``), never from
+    another test module or a conftest: a helper in a test module runs that module's imports and
+    fixtures in every importer, and a conftest is pytest's, not an importable module."""
+    tests = Path(__file__).resolve().parent
+    wrong = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                last = node.module.split(".")[-1]
+                local = node.level > 0 or node.module.startswith("tests.")
+                if local and (last.startswith("test_") or last == "conftest"):
+                    wrong.append(f"{path.relative_to(tests)}:{node.lineno} from {'.' * node.level}{node.module}")
+    assert wrong == [], wrong

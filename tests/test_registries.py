@@ -16,6 +16,7 @@ from pathlib import Path
 from dynagnn.analysis.stage import ANALYSES, AnalysisOptions
 from dynagnn.config import load_schema
 from dynagnn.models import ALL_MODELS, MODELS
+from tests.testing.limits import PROCESS_HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,3 +88,58 @@ def test_rules_run_every_analysis():
     for m in re.finditer(r"--parts ([a-z ]+?)\s*\"", text):
         parts |= set(m.group(1).split())
     assert parts == set(ANALYSES), f"rules/analyze.smk runs {sorted(parts)}, dynagnn has {ANALYSES}"
+
+
+def test_catalog_is_the_classes_facts():
+    """schemas/catalog.json, what the commands that import no torch know of the strategies and models,
+    is what the classes state (tools/write_catalog.py writes it anew)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import write_catalog
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    built = write_catalog.build()
+    stored = json.loads(write_catalog.CATALOG.read_text())
+    assert list(stored["strategies"]) == list(built["strategies"]), "run python tools/write_catalog.py"
+    for name, facts in built["strategies"].items():
+        assert stored["strategies"][name] == facts, f"{name}: the catalog drifted; run python tools/write_catalog.py"
+    assert stored["models"] == built["models"], "run python tools/write_catalog.py"
+
+
+def test_catalog_option_schemas_are_the_classes():
+    """An option's schema as the catalog answers it (the config schema's copy) is its class's."""
+    from dynagnn import catalog
+    from dynagnn.train.strategies import STRATEGIES
+
+    for name in catalog.strategies():
+        cls = STRATEGIES[name]
+        for key in cls.Options.declared():
+            assert catalog.option_schema(key) == cls.Options.json_schema(key), f"{name}.{key}"
+        assert catalog.takers(next(iter(cls.settable()), "")) == sorted(
+            n for n in catalog.strategies() if next(iter(cls.settable()), "") in STRATEGIES[n].settable())
+
+
+def test_commands_that_only_read_import_no_torch():
+    """The CLI's parse and --help, check-config and the workflow's run planning know the strategies and
+    models from the catalog: a fresh interpreter running them never imports torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys, contextlib, io\n"
+            "from dynagnn.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['check-config', {str(ROOT / 'config.yaml')!r}]) == 0\n"
+            "    try:\n"
+            "        main(['train', '--help'])\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "from dynagnn.api.runs import load_config, train_runs\n"
+            f"runs = train_runs(load_config({str(ROOT / 'config.yaml')!r}))\n"
+            "assert runs, 'the default config trains nothing'\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'matplotlib') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

@@ -4,7 +4,7 @@ import pytest
 
 from dynagnn.analysis.cache import cache_hit_table
 from dynagnn.errors import ConfigError
-from tests.graph.test_neighbor_sampler import random_csr
+from tests.testing.stores import random_csr
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from dynagnn.errors import InputError
 from dynagnn.graph import partition as gp
 from dynagnn.splits import minmax_ranges
 
-from ..conftest import random_events
+from tests.testing.stores import random_events
 
 
 def random_snapshots(N, T, m, seed):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from dynagnn.cli import main
 
+TINY_NODES = 40  # nodes of the tiny intact store (conftest.py's intact)
+
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
     """Every path under root with its bytes (None for a folder): what a refused write must not change."""

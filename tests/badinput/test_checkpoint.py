@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from .common import assert_refused
-from .test_store import intact  # noqa: F401  (the tiny store, a module fixture)
 
 
 def _truncated(p):

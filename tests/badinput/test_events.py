@@ -8,9 +8,9 @@ from dynagnn.data import discretize as D
 from dynagnn.data.store import write_store
 from dynagnn.data.types import RawGraph
 from tests.badinput.common import assert_refused
-from tests.conftest import random_events
-from tests.train.conftest import small_store
-from tests.train.test_events import event_store
+from tests.testing.stores import random_events
+from tests.testing.stores import small_store
+from tests.testing.stores import event_store
 
 TGN = ["--model", "tgn", "--strategy", "events", "--epochs", "1", "--memory-dim", "8", "--neighbors", "2",
        "--threads", "1"]

@@ -19,7 +19,8 @@ import torch
 import yaml
 
 from tests.badinput.common import assert_refused
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,7 +224,7 @@ def test_unreachable_scheduler_gives_up_after_the_connect_timeout(capfd, tmp_pat
     t0 = time.perf_counter()
     assert_refused(capfd, stats("--scheduler", f"tcp://127.0.0.1:{_closed_port()}")(tmp_path, stores), tmp_path,
                    r"after 2 s")
-    assert time.perf_counter() - t0 < 8
+    assert time.perf_counter() - t0 < 20   # Dask's own wait is 30 s; ours 2 s (quiet: 2.5 s)
 
 
 def test_read_only_output_folder_refused_before_writing(capfd, tmp_path, stores):
@@ -245,7 +246,7 @@ def test_info_into_a_closed_pipe_exits_quietly(stores):
     os.close(r)  # the reader is gone before the first write
     try:
         proc = subprocess.run([sys.executable, "-m", "dynagnn", "info", stores["link"]], stdout=w,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=PROCESS_HANG_S)
     finally:
         os.close(w)
     assert proc.returncode == 1, proc.stderr

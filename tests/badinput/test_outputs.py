@@ -31,7 +31,7 @@ from dynagnn.distributed.launch import launch
 from dynagnn.errors import DynagnnError
 from dynagnn.train import engine
 from dynagnn.train.engine import TrainConfig, TrainingError, load_checkpoint_file
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
 
 from .common import assert_refused, dead_pid, snapshot
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from dynagnn.train import engine
-from tests.train.conftest import small_store
-from tests.train.test_group import WINDOW, make_plan
+from tests.testing.stores import small_store
+from tests.testing.steps import WINDOW, make_plan
 
 from .common import assert_refused
 

@@ -34,10 +34,10 @@ from dynagnn.train import stages
 from dynagnn.train.stages import Pipeline
 from dynagnn.train.strategies.sampled import static_graph
 from tests.badinput.common import assert_refused, tree
-from tests.train.conftest import small_store
-from tests.train.test_sampled import ends_with
-from tests.train.test_events import event_store
-from tests.train.test_group import make_plan
+from tests.testing.stores import small_store
+from tests.testing.steps import ends_with
+from tests.testing.stores import event_store
+from tests.testing.steps import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 BGL = {"format": "synthetic", "generator": "bgl",
@@ -391,7 +391,7 @@ def test_stray_torchrun_variables_that_disagree_with_workers_are_refused_at_once
     stray.setenv("WORLD_SIZE", world)
     t0 = time.monotonic()
     assert_refused(capfd, vertex_argv(stores, tmp_path / "out", *flags), tmp_path, message)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 60   # refused before any rendezvous is tried (quiet: 3 s)
 
 
 @pytest.mark.parametrize("torchrun", [False, True])

@@ -77,7 +77,7 @@ def test_a_nan_of_the_data_is_not_blamed_on_the_learning_rate(tmp_path, capfd):
 
 def test_micro_batches_are_capped_at_the_events_a_worker_holds(tmp_path, capfd):
     import pandas as pd
-    from tests.train.test_events import event_store
+    from tests.testing.stores import event_store
 
     store = event_store(tmp_path / "ev.zarr")
     capfd.readouterr()
@@ -93,7 +93,7 @@ def test_micro_batches_are_capped_at_the_events_a_worker_holds(tmp_path, capfd):
 
 def test_a_frame_is_never_longer_than_the_window(tmp_path, capfd):
     import pandas as pd
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = small_store(tmp_path / "s.zarr")
     capfd.readouterr()
@@ -107,7 +107,7 @@ def test_a_frame_is_never_longer_than_the_window(tmp_path, capfd):
 @pytest.fixture
 def predictor(tmp_path):
     from dynagnn.cost.fit import fit
-    from tests.cost.test_predictor import synthetic_profile
+    from tests.testing.profiles import synthetic_profile
 
     return fit(synthetic_profile()).save(tmp_path / "predictor.json")
 
@@ -115,7 +115,7 @@ def predictor(tmp_path):
 def test_a_predictor_outside_physical_bounds(tmp_path, capfd, predictor):
     import json
 
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = small_store(tmp_path / "s.zarr")
     d = json.loads(predictor.read_text())
@@ -145,7 +145,7 @@ def test_a_prediction_outside_physical_bounds():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Three finished one-epoch runs: tgcn and wdgcn on one store, tgcn on another."""
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     root = tmp_path_factory.mktemp("runs")
     a, b = small_store(root / "a.zarr"), small_store(root / "b.zarr", seed=1)
@@ -187,7 +187,7 @@ def test_claims_refuses_a_garbage_table(tmp_path, capfd, where, columns, message
 
 def test_a_nan_of_clean_data_is_a_divergence(tmp_path, capfd, monkeypatch):
     from dynagnn.train.strategies.sequential import Sequential
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = small_store(tmp_path / "s.zarr")
     monkeypatch.setattr(Sequential, "train_step", lambda self, ends: float("nan"))  # as a diverged optimiser gives

@@ -3,7 +3,7 @@
 import pytest
 
 from tests.badinput.common import assert_refused
-from tests.train.test_events import event_store
+from tests.testing.stores import event_store
 
 BASE = ["--model", "tgn", "--strategy", "tgnn", "--epochs", "1", "--memory-dim", "8", "--neighbors", "2",
         "--threads", "1"]

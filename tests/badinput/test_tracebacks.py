@@ -13,8 +13,8 @@ import zarr
 
 from dynagnn.data.ingest import ingest
 from dynagnn.train import engine
-from tests.train.conftest import small_store
-from tests.train.test_events import event_store
+from tests.testing.stores import small_store
+from tests.testing.stores import event_store
 
 from .common import assert_refused
 

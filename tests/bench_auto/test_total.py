@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import bench_auto_total as total
 
-from tests.bench_auto.test_figures import ROWS
+from tests.testing.auto_reports import ROWS
 
 PLAIN_1T = {"label": "sequential 1x1x1t", "strategy": "sequential", "workers": 1, "threads": 1, "options": {},
             "processes_per_worker": 1, "predicted_seconds": 0.9, "predicted_peak_bytes": 10.0, "trial_seconds": None,

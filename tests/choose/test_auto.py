@@ -183,7 +183,7 @@ def test_the_strategies_own_checks_give_the_reasons(tmp_path):
     from dynagnn.choose.candidates import run_refusal
     from dynagnn.choose.request import Request
 
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = open_store(small_store(tmp_path / "s.zarr", num_snapshots=12))
     cfg = Request.of(model="wdgcn", hidden=5, window=1)

@@ -19,9 +19,9 @@ from dynagnn.choose.clock import TRIAL_MARGIN, TRIAL_ROUNDS, TRIAL_STEPS, pick_t
 from dynagnn.choose.request import Request, parse_budget
 from dynagnn.train.run_config import TrainConfig
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
 
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
 
@@ -384,7 +384,7 @@ def test_a_carried_sequence_reaches_every_candidate_and_rules_out_what_it_cannot
 def test_an_event_model_chooses_among_the_event_strategies_and_fit_loads_it(tmp_path):
     import dynagnn
 
-    from tests.train.test_events import event_store
+    from tests.testing.stores import event_store
 
     ev = event_store(tmp_path / "ev.zarr")
     result = dynagnn.fit(ev, model="tgn", epochs=1, out=tmp_path / "run", memory_dim=8, time_dim=8, event_batch=100)

@@ -11,7 +11,7 @@ from dynagnn.choose import remember
 from dynagnn.choose.request import Request
 from dynagnn.data.store import open_store
 
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
 
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3, cores=2)
 

@@ -11,9 +11,10 @@ from dynagnn.choose.memory_measure import MeasureError, _storages, measure_peak_
 from dynagnn.choose.memory_model import activation_bytes, memory_terms, predict_peak_bytes, step_snapshots
 from dynagnn.train.run_config import TrainConfig
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def test_a_gpu_s_terms_are_what_lives_on_the_device(store):
 
 def test_a_failing_measurement_is_an_error_not_a_hang(store):
     with pytest.raises(MeasureError, match="failed"):
-        measure_peak_bytes(str(store) + "-missing", cfg(), steps=1, timeout=120)
+        measure_peak_bytes(str(store) + "-missing", cfg(), steps=1, timeout=PROCESS_HANG_S)
 
 
 def test_a_buffer_counts_its_resident_pages():
@@ -232,7 +233,7 @@ def test_released_free_pages_are_no_longer_resident():
 
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         pytest.skip("not glibc")
-    out = subprocess.run([sys.executable, "-c", RELEASED], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", RELEASED], capture_output=True, text=True, timeout=PROCESS_HANG_S, check=True)
     written, freed, released = map(float, out.stdout.split())
     assert written == 1.0 and freed > 0.9 and released < 0.1
 
@@ -261,7 +262,7 @@ def test_a_partition_s_bytes_are_counted_from_what_the_engine_holds(store):
     (int64 column, float32 value) and its row offsets where the snapshots share edges (the shared
     part is held once), 20 more on a directed store, whose backward builds each transposed Â."""
     from dynagnn.choose.memory_measure import measured_frames
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     s = open_store(store)
     config = cfg(model="evolvegcn_o", strategy="frames", frame_size=2)

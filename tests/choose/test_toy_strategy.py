@@ -13,7 +13,7 @@ from dynagnn.train.options import Speed, WindowOptions, option
 from dynagnn.train.strategies import STRATEGIES
 from dynagnn.train.strategies.sequential import Sequential
 
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
 
 TINY = dict(model="tgcn", hidden=6, window=3, epochs=2, seed=3)
 

@@ -11,7 +11,7 @@ from dynagnn.choose.request import Request
 from dynagnn.train.run_config import TrainConfig
 from dynagnn.choose.trials import _picks, candidate_config, run_trial
 
-from tests.train.conftest import small_store
+from tests.testing.stores import small_store
 
 
 @pytest.fixture(scope="module")

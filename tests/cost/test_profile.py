@@ -10,7 +10,7 @@ from dynagnn.cost.profile import (COLD_OPERATORS, COLUMNS, DIRECTIONS, OPERATORS
                                   measure, profile_operators, quick_grid, random_adjacency, read_profile,
                                   write_profile)
 from dynagnn.errors import ConfigError, CostError
-from tests.conftest import needs_gpu
+from tests.testing.devices import needs_gpu
 
 
 @pytest.fixture(scope="module")

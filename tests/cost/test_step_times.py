@@ -7,7 +7,7 @@ import torch
 from dynagnn.cost import step_times
 from dynagnn.data.store import open_store
 
-from ..train.conftest import small_store
+from tests.testing.stores import small_store
 
 
 @pytest.fixture(scope="module")

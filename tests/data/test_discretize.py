@@ -9,7 +9,7 @@ from dynagnn.data import discretize as D
 from dynagnn.data.types import EventStream, RawGraph, SnapshotList
 from dynagnn.errors import InputError
 
-from ..conftest import random_events
+from tests.testing.stores import random_events
 
 
 def naive_snapshots(ev, n, width, directed, edge_weight, life=1, self_loops="drop"):

@@ -139,7 +139,7 @@ def test_a_killed_worker_stops_the_others_with_one_error():
     start = time.monotonic()
     with pytest.raises(DistError, match=r"worker 1 was killed by SIGKILL"):
         run_on(2, _die, timeout=60)
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < 45   # before the 60 s timeout: the death was seen, not waited out
 
 
 def _user_error(ctx, comm):

@@ -3,20 +3,7 @@ import pytest
 
 from dynagnn.graph.sample import NeighborSampler
 
-
-def random_csr(n=60, m=500, seed=0, hub=True):
-    rng = np.random.default_rng(seed)
-    r = rng.integers(0, n, m)
-    c = rng.integers(0, n, m)
-    if hub:  # a high-degree vertex so that fan-outs bind
-        r = np.r_[r, np.zeros(n - 1, np.int64)]
-        c = np.r_[c, np.arange(1, n)]
-    k = np.unique(np.r_[r * n + c, c * n + r])
-    k = k[k // n != k % n]
-    row, col = k // n, k % n
-    indptr = np.zeros(n + 1, np.int64)
-    indptr[1:] = np.cumsum(np.bincount(row, minlength=n))
-    return indptr, col
+from tests.testing.stores import random_csr
 
 
 @pytest.mark.parametrize("fanouts", [(15, 10, 5), (3, 2), (0, 4), (1,)])

@@ -3,7 +3,7 @@ import pytest
 
 from dynagnn.graph.order import (EpochOrders, bfs_sequences, bfs_visit_order, choose_sequences, epoch_order, label_skew,
                                  proximity_order, random_label_skew, random_order, shuffling_error)
-from tests.graph.test_neighbor_sampler import random_csr
+from tests.testing.stores import random_csr
 
 
 def path_graph(n):

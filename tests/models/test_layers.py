@@ -5,7 +5,7 @@ import torch
 from dynagnn.graph.csr import dense_normalized, normalize
 from dynagnn.models.layers import GCN, GCNLayer
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 from .graphs import N, random_edges
 

@@ -9,7 +9,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from dynagnn.models import MODELS, GCNLayer, build_model
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 from .graphs import N, window
 

@@ -97,7 +97,7 @@ def test_the_check_runs_at_the_runs_widths():
 
 def test_a_broken_model_stops_train_before_anything_is_written(tmp_path, capsys):
     from dynagnn.cli import main
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = small_store(tmp_path / "s.zarr")
     rc = main(["-q", "train", str(store), "--out-dir", str(tmp_path / "o"), "--epochs", "1", "--model",

@@ -20,14 +20,13 @@ from dynagnn.schedule.plan import build_plan
 from dynagnn.tasks.snapshot import training_ends
 from dynagnn.train.engine import check_run
 
-from tests.train.conftest import small_store
-from tests.train.test_group import _check_equal, _group_steps
-from tests.train.test_group import config as group_config
-from tests.train.test_group import one_step as group_step
-from tests.train.test_strategies import assert_same_step, config, one_step
+from tests.testing.stores import small_store
+from tests.testing.steps import assert_same_loss_and_grads, assert_same_step, group_config, group_step, group_steps, one_step
+from tests.testing.steps import strategy_config as config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import gconv_gru  # noqa: E402  (examples/ is not a package: the path above)
+from tests.testing.limits import PROCESS_HANG_S
 
 MODEL = "gconv_gru:GConvGRU"
 pytestmark = pytest.mark.usefixtures("clean_model_registry")
@@ -92,10 +91,10 @@ def test_frames_and_group_equal_sequential(store, tmp_path):
     path = tmp_path / "plan.json"
     build_plan(fwd, 2 * fwd, group_len=3, num_workers=1, dataset=st.attrs["name"], model=MODEL,
                layer_times=tuple(np.zeros((T, 0)) for _ in range(3)), store_checksum=st.checksum, groups=ends).save(path)
-    results = run_on(1, _group_steps, store, {"g": (MODEL, "group", str(path), ends)}, procs_per_worker=2, timeout=300)
+    results = run_on(1, group_steps, store, {"g": (MODEL, "group", str(path), ends)}, procs_per_worker=2, timeout=PROCESS_HANG_S)
     gref = group_step(store, group_config(MODEL, "sequential", 1), ends)
     for res in results:
-        _check_equal(res["g"], gref)
+        assert_same_loss_and_grads(res["g"], gref)
 
 
 def test_the_vertex_split_refuses_it_by_name(store):

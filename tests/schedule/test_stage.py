@@ -53,7 +53,7 @@ def test_plan_with_one_group_per_worker_orders_every_worker():
 
 @pytest.mark.parametrize("model", ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn"])
 def test_layer_times_account_for_every_forward_call(model):
-    from tests.cost.test_predictor import synthetic_profile
+    from tests.testing.profiles import synthetic_profile
 
     from dynagnn.cost.models import model_calls
     from dynagnn.cost.fit import fit

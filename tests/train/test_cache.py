@@ -11,7 +11,7 @@ from dynagnn.data.store import open_store
 from dynagnn.errors import ConfigError
 from dynagnn.graph.cache import FIFOCache, StaticCache
 from dynagnn.train.cache import FeatureCache, StoreRows
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 N, F = 400, 6
 

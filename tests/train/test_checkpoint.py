@@ -8,7 +8,7 @@ from dynagnn.models import build_model
 from dynagnn.train.checkpoint import blocks, run_blocks
 from dynagnn.train.transfer import load_host_snapshots
 from dynagnn.train.transfer import SnapshotFeeder
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 
 def test_blocks_cover_in_order():

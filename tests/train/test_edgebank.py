@@ -13,7 +13,7 @@ from dynagnn.tasks.edgebank import edgebank_events, edgebank_snapshots
 from dynagnn.tasks.events import EventLinkTask, link_metrics
 from dynagnn.tasks.snapshot import LinkPrediction, chronological_split
 
-from tests.conftest import random_events
+from tests.testing.stores import random_events
 
 
 def direct_event_scores(task, split, events, inductive, window, split_events):

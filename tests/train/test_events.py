@@ -15,20 +15,8 @@ from dynagnn.models.tgnn import apply_writes
 from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer, TrainingError, train
 from dynagnn.tasks.events import EventLinkTask, link_metrics
-from tests.conftest import random_events
-
-
-def event_store(path, n_nodes=25, n_events=600, seed=0, weights=True):
-    ev = random_events(n_nodes=n_nodes, n_events=n_events, t_max=5000, seed=seed, weights=weights)
-    raw = RawGraph(num_nodes=n_nodes, node_ids=np.arange(n_nodes), events=ev, directed=True, name="ev")
-    snaps = D.build_snapshots(raw, by="time", width=1000, directed=True)
-    return write_store(path, raw, snaps, D.make_features("degree", raw, snaps, dim=4), spec={"seed": seed})
-
-
-def config(model="tgn", **kw):
-    base = dict(model=model, strategy="events", event_batch=50, memory_dim=8, time_dim=4, neighbors=3,
-                event_negatives=5, epochs=2, lr=1e-3, threads=1)
-    return TrainConfig.of(**{**base, **kw})
+from tests.testing.steps import event_config as config
+from tests.testing.stores import event_store, random_events
 
 
 @pytest.fixture(scope="module")

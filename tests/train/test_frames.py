@@ -17,9 +17,9 @@ from dynagnn.train.frame_engine import ReuseCache
 from dynagnn.train.strategies.frames import Frames, FramesOptions
 from dynagnn.train.strategies.sequential import Sequential
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
-from .conftest import small_store
+from tests.testing.stores import small_store
 
 WINDOW = 8
 MODELS = ["tgcn_x", "tgcn", "evolvegcn_o", "evolvegcn_h", "wdgcn", "mpnn_lstm", "gcrn"]

@@ -9,7 +9,7 @@ from dynagnn.cli import TRAIN_FLAGS, _parser
 from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer
 
-from .conftest import small_store
+from tests.testing.stores import small_store
 
 
 @pytest.fixture(scope="module")

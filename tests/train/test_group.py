@@ -10,7 +10,6 @@ import signal
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from dynagnn import api
 from dynagnn.cli import main
@@ -24,77 +23,25 @@ from dynagnn.schedule.balance import PIPELINE_DEPTH
 from dynagnn.schedule.measured import measured_costs
 from dynagnn.schedule.plan import build_plan
 from dynagnn.train import engine
-from dynagnn.train.engine import TrainConfig, Trainer
+from dynagnn.train.engine import Trainer
 from dynagnn.tasks.snapshot import training_ends
 from dynagnn.train.strategies.group import _Measured
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
+from tests.testing.steps import HIDDEN, WINDOW, assert_same_loss_and_grads, group_steps, make_plan
+from tests.testing.steps import group_config as config
+from tests.testing.steps import group_step as one_step
 
-from .conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 MODELS = ["tgcn", "evolvegcn_o", "wdgcn"]
-LAYERS = {"tgcn": 2, "evolvegcn_o": 2, "wdgcn": 1}
-HIDDEN, WINDOW = 5, 3
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     # 12 snapshots: link windows end at 2..10, the first 7 train
     return small_store(tmp_path_factory.mktemp("group") / "link.zarr", num_snapshots=12)
-
-
-def make_plan(store_path, model, workers, path, seed=0, window=WINDOW, ends=None, tail=None, depth=PIPELINE_DEPTH):
-    """A plan from random per-snapshot and per-layer times (what the cost model would predict):
-    uneven loads, so the balanced and even plans differ and some layers get reordered. Its meta
-    records the per-snapshot predictions, as the schedule stage's do. ``tail``: each group's head
-    seconds (p2's alone); ``depth``: p1's queue bound."""
-    st = open_store(store_path)
-    rng = np.random.default_rng(seed)
-    T, L = st.num_snapshots, LAYERS[model]
-    fwd = rng.uniform(1, 10, T)
-    agg, upd, rnn = (rng.uniform(0.1, 1, (T, L)) for _ in range(3))
-    ends = training_ends(st, window) if ends is None else ends
-    plan = build_plan(fwd, 2 * fwd, group_len=window, num_workers=workers, dataset=st.attrs["name"], model=model,
-                      layer_times=(agg, upd, rnn), store_checksum=st.checksum, groups=ends, tail=tail,
-                      meta={"snapshot_forward_s": fwd.tolist(), "snapshot_backward_s": (2 * fwd).tolist()},
-                      depth=depth)
-    plan.save(path)
-    return plan
-
-
-def config(model, strategy, workers, **kw):
-    return TrainConfig.of(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": WINDOW, "epochs": 1,
-                          "workers": workers, **kw})
-
-
-def one_step(store_path, cfg, ends, ctx=None, comm=None):
-    """(loss, {param: grad}, deepest queue, GCN layer orders, steps of the epoch for B = 3, (whether the
-    pair's hand-overs went through shared memory, how many went over gloo instead))."""
-    tr = Trainer(store_path, cfg, progress=False, ctx=ctx, comm=comm)
-    tr.run.epoch = 1
-    tr.optimizer.zero_grad(set_to_none=True)
-    loss = tr.strategy.train_step(ends)
-    named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
-    grads = {k: p.grad.cpu() for k, p in named if p.grad is not None}
-    orders = [layer.order for layer in find_gcn_layers(tr.model)]
-    steps = tr.strategy.steps(tr.split.train, 3)
-    channel = getattr(tr.strategy, "channel", None)
-    shm = (channel.shared, channel.via_gloo) if channel is not None else None
-    return loss, grads, getattr(tr.strategy, "max_queue", None), orders, steps, shm
-
-
-def _group_steps(ctx, comm, store_path, cases):
-    return {key: one_step(store_path, config(m, s, ctx.workers, plan=plan, device=ctx.device.type), ends, ctx, comm)
-            for key, (m, s, plan, ends) in cases.items()}
-
-
-def _check_equal(got, ref):
-    loss, grads = got[:2]
-    rloss, rgrads = ref[:2]
-    assert loss == pytest.approx(rloss, rel=1e-5)
-    assert grads.keys() == rgrads.keys() and grads
-    for k in rgrads:
-        torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-6, msg=k)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -117,12 +64,12 @@ def test_group_step_equals_sequential(store, tmp_path, workers, device):
     splits = np.concatenate([p.splits for p in heavy.processes])
     assert (splits == WINDOW).any() and (splits < WINDOW).any()
     cases[("evolvegcn_o", "blad_nm")] = ("evolvegcn_o", "blad_nm", str(tmp_path / "heavy.json"), ends)
-    results = run_on(workers, _group_steps, store, cases, procs_per_worker=2, timeout=300, device=device)
+    results = run_on(workers, group_steps, store, cases, procs_per_worker=2, timeout=PROCESS_HANG_S, device=device)
     assert len(results) == 2 * workers
     for key, (m, s, _, e) in cases.items():
         ref = one_step(store, config(m, "sequential", 1, device=device), e)
         for rank, res in enumerate(results):
-            _check_equal(res[key], ref)
+            assert_same_loss_and_grads(res[key], ref)
             plan = plans[m]
             groups = (plan.baseline_groups if s == "blad_even" else plan.groups).workers[rank // 2]
             mine = [g for g in e if g in groups]
@@ -223,7 +170,7 @@ def test_replan_from_measured_times(store, tmp_path):
     st = open_store(store)
     ends = training_ends(st, WINDOW)
     plan = make_plan(store, "wdgcn", 1, tmp_path / "p.json", seed=3)
-    results = run_on(1, _replan_then_step, store, str(tmp_path / "p.json"), ends, procs_per_worker=2, timeout=300)
+    results = run_on(1, _replan_then_step, store, str(tmp_path / "p.json"), ends, procs_per_worker=2, timeout=PROCESS_HANG_S)
     fwd, bwd, tails = _Measured.merge([r[0] for r in results])
     assert sorted(fwd) == sorted({s for t in ends for s in range(t - WINDOW + 1, t + 1)})
     assert all(len(v) == sum(s in range(t - WINDOW + 1, t + 1) for t in ends) for s, v in fwd.items())
@@ -236,7 +183,7 @@ def test_replan_from_measured_times(store, tmp_path):
     for measured, replanned, split, loss, grads, on, off, off_split in results:
         assert replanned["processes"][0]["splits"] == want.processes[0].splits.tolist()
         assert split == dict(zip(ends, want.processes[0].splits.tolist()))
-        _check_equal((loss, grads), ref)
+        assert_same_loss_and_grads((loss, grads), ref)
         assert not on  # measured in the first epoch only
         assert off is None and off_split == dict(zip(plan.processes[0].groups, plan.processes[0].splits.tolist()))
 
@@ -303,11 +250,11 @@ def test_group_frames_equal_sequential(store, tmp_path, device):
         for reuse, pipeline in (("on", "on"), ("off", "off")):
             cases[(m, reuse)] = (m, str(tmp_path / f"{m}.json"), ends,
                                  {"frame_size": 2, "frame_reuse": reuse, "pipeline": pipeline})
-    results = run_on(1, _frames_steps, store, cases, procs_per_worker=2, timeout=300, device=device)
+    results = run_on(1, _frames_steps, store, cases, procs_per_worker=2, timeout=PROCESS_HANG_S, device=device)
     for (m, reuse), _ in cases.items():
         ref = one_step(store, config(m, "sequential", 1, device=device), ends)
         for res in results:
-            _check_equal(res[(m, reuse)], ref)
+            assert_same_loss_and_grads(res[(m, reuse)], ref)
     assert (plans["evolvegcn_o"].processes[0].splits == WINDOW).any()
     for m in ("wdgcn", "evolvegcn_o"):  # with the cache each snapshot of a process's parts is aggregated once
         split = dict(zip(plans[m].processes[0].groups, plans[m].processes[0].splits.tolist()))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dynagnn.tasks.negatives import EdgeHistory
-from tests.conftest import random_events
+from tests.testing.stores import random_events
 
 # (src, dst, t): 0->1 at 1 and 5, 1->2 at 2, 2->3 at 3, 3->4 at 6, 4->0 at 7, 1->3 at 8
 SRC, DST, T = np.array([0, 1, 2, 0, 3, 4, 1]), np.array([1, 2, 3, 1, 4, 0, 3]), np.array([1, 2, 3, 5, 6, 7, 8.0])

@@ -10,6 +10,7 @@ import torch
 
 from dynagnn.train import optimizer
 from dynagnn.train.optimizer import Adam
+from tests.testing.limits import PROCESS_HANG_S
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def test_building_and_stepping_it_leaves_the_compiler_stack_unloaded():
     code = ("import sys, torch; from dynagnn.train.optimizer import Adam; w = torch.nn.Parameter(torch.ones(3)); "
             "o = Adam([w]); w.grad = torch.ones(3); o.step(); o.zero_grad(); o.load_state_dict(o.state_dict()); "
             "print('torch._dynamo' in sys.modules)")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == "False"
 

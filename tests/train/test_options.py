@@ -20,7 +20,7 @@ from dynagnn.train.run_config import TrainConfig, shared_fields
 from dynagnn.train.strategies import STRATEGIES, register, workflow_family
 from dynagnn.train.strategies.sequential import Sequential
 
-from .conftest import small_store
+from tests.testing.stores import small_store
 
 ALL_OPTIONS = sorted({k for c in STRATEGIES.values() for k in c.Options.declared()})
 

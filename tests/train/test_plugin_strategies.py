@@ -11,11 +11,11 @@ from dynagnn.schedule.plan import build_plan
 from dynagnn.tasks.snapshot import training_ends
 from dynagnn.train.engine import Trainer, check_run
 
-from .conftest import small_store
-from .test_group import _check_equal, _group_steps
-from .test_group import config as group_config
-from .test_group import one_step as group_step
-from .test_strategies import ENDS, _steps, assert_same_step, config, one_step
+from tests.testing.stores import small_store
+from tests.testing.steps import assert_same_loss_and_grads, assert_same_step, group_config, group_step, group_steps
+from tests.testing.steps import one_step, strategy_steps
+from tests.testing.steps import strategy_config as config
+from tests.testing.limits import PROCESS_HANG_S
 
 pytestmark = pytest.mark.usefixtures("clean_model_registry")
 
@@ -31,7 +31,7 @@ def store(tmp_path_factory):
 def test_vertex_and_snapshot_split_equal_sequential(store):
     ref = {m: one_step(store, config(m, "sequential", 1)) for m in (PLAIN, STACKED)}
     for strategy, models in (("vertex", [PLAIN, STACKED]), ("snapshot", [STACKED])):
-        r0, r1 = run_on(2, _steps, store, models, strategy, {}, timeout=300)
+        r0, r1 = run_on(2, strategy_steps, store, models, strategy, {}, timeout=PROCESS_HANG_S)
         for m in models:
             assert_same_step(r0[m], ref[m])
             assert_same_step(r1[m], ref[m][:2] + (None, None))
@@ -58,11 +58,11 @@ def test_group_equals_sequential(store, tmp_path):
                    layer_times=tuple(np.zeros((T, 0)) for _ in range(3)), store_checksum=st.checksum,
                    groups=ends).save(path)
         cases[(m, "group")] = (m, "group", str(path), ends)
-    results = run_on(1, _group_steps, store, cases, procs_per_worker=2, timeout=300)
+    results = run_on(1, group_steps, store, cases, procs_per_worker=2, timeout=PROCESS_HANG_S)
     for (m, _), case in cases.items():
         ref = group_step(store, group_config(m, "sequential", 1), ends)
         for res in results:
-            _check_equal(res[(m, "group")], ref)
+            assert_same_loss_and_grads(res[(m, "group")], ref)
 
 
 @pytest.mark.parametrize("model,strategy,message", [

@@ -5,7 +5,6 @@ union batch, computed here independently."""
 
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
@@ -19,9 +18,10 @@ from dynagnn.distributed.testing import run_on
 from dynagnn.graph.sample import NeighborSampler, batch_rng
 from dynagnn.models.sage import make_blocks
 from dynagnn.train.cache import MIB
+from dynagnn.train.stages import Pipeline
 from dynagnn.train.engine import TrainConfig, Trainer
-from tests.conftest import DEVICES
-from dynagnn.train.stages import Pipeline, SamplerError
+from tests.testing.devices import DEVICES
+from tests.testing.steps import ends_with
 from dynagnn.train.strategies.sampled import static_graph
 
 N, F_DIM = 600, 8
@@ -41,15 +41,6 @@ def config(**kw):
                 batch_size=32, cache_l1_mb=0.0, cache_l2_mb=0.0, samplers=0, warmup_epochs=0, threads=1)
     base.update(kw)
     return TrainConfig.of(**base)
-
-
-def ends_with(batches, message: str, within: float) -> None:
-    """Iterating ``batches`` raises a SamplerError matching ``message`` within ``within`` seconds."""
-    t0 = time.monotonic()
-    with pytest.raises(SamplerError, match=message):
-        for _ in batches:
-            pass
-    assert time.monotonic() - t0 < within
 
 
 @pytest.mark.parametrize("device", DEVICES)

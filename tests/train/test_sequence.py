@@ -13,9 +13,10 @@ from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer
 from dynagnn.train.transfer import SnapshotFeeder
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
-from .conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 MODELS = ["tgcn", "gcrn", "evolvegcn_o", "mpnn_lstm", "wdgcn", "cdgcn", "tmgcn"]
 
@@ -265,7 +266,7 @@ def test_two_workers_carry_the_sequence_as_sequential(stores, strategy, model, k
     from dynagnn.distributed.testing import run_on
 
     ref = sequential_epochs(stores["regress"], model, {k: v for k, v in kw.items() if k != "partitioner"})
-    for rank_out in run_on(2, _worker_epochs, stores["regress"], model, strategy, kw, timeout=300):
+    for rank_out in run_on(2, _worker_epochs, stores["regress"], model, strategy, kw, timeout=PROCESS_HANG_S):
         assert_epochs_equal(rank_out, ref)
 
 
@@ -292,7 +293,7 @@ def test_group_pair_carries_the_sequence_as_sequential(stores, strategy, model, 
     from dynagnn.distributed.testing import run_on
 
     ref = sequential_epochs(stores["regress"], model, kw)
-    results = run_on(1, _worker_epochs, stores["regress"], model, strategy, kw, procs_per_worker=2, timeout=300)
+    results = run_on(1, _worker_epochs, stores["regress"], model, strategy, kw, procs_per_worker=2, timeout=PROCESS_HANG_S)
     assert len(results) == 2
     for rank_out in results:
         assert_epochs_equal(rank_out, ref)
@@ -359,5 +360,5 @@ def test_a_worker_that_receives_no_halo_still_returns_the_others_gradients(tmp_p
                  for r in (0, 1)] for h in host]
     assert all(r0 == 0 and r1 > 0 for r0, r1 in received)
     ref = sequential_epochs(path, "evolvegcn_o", {})
-    for rank_out in run_on(2, _worker_epochs, path, "evolvegcn_o", "vertex", {"partitioner": "hash"}, timeout=300):
+    for rank_out in run_on(2, _worker_epochs, path, "evolvegcn_o", "vertex", {"partitioner": "hash"}, timeout=PROCESS_HANG_S):
         assert_epochs_equal(rank_out, ref)

@@ -13,7 +13,7 @@ from dynagnn.tasks.edgebank import edgebank_events
 from dynagnn.tasks.events import EventLinkTask
 from dynagnn.train.engine import TrainConfig, Trainer
 
-from tests.conftest import random_events
+from tests.testing.stores import random_events
 
 N, K = 20, 4
 

@@ -6,57 +6,22 @@ the GPU is the reference, and the two workers share that GPU through gloo with h
 refuses two ranks on one device)."""
 
 import pytest
-import torch
 
 from dynagnn.analysis.commvolume import count_vertex_volume, snapshot_redistribution_volume
 from dynagnn.data.store import open_store
 from dynagnn.distributed.testing import run_on
-from dynagnn.train.engine import TrainConfig, Trainer
+from dynagnn.train.engine import Trainer
 from dynagnn.train.strategies.vertex import vertex_parts
 
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
+from tests.testing.steps import ENDS, HIDDEN, assert_same_step, one_step, strategy_steps
+from tests.testing.steps import strategy_config as config
 
-from .conftest import small_store
+from tests.testing.stores import small_store
+from tests.testing.limits import PROCESS_HANG_S
 
 VERTEX_MODELS = ["tgcn", "evolvegcn_o", "wdgcn", "mpnn_lstm", "gcrn", "cdgcn", "tmgcn"]
 SNAPSHOT_MODELS = ["wdgcn", "mpnn_lstm", "cdgcn", "tmgcn", "evolvegcn_o"]
-ENDS = [4, 5]          # B = 2 windows of 3 snapshots
-HIDDEN = 5
-
-
-def config(model, strategy, workers, **kw):
-    return TrainConfig.of(**{"model": model, "strategy": strategy, "hidden": HIDDEN, "window": 3, "epochs": 1,
-                          "batch_windows": len(ENDS), "workers": workers, **kw})
-
-
-def one_step(store, cfg, ctx=None, comm=None):
-    """(loss, {param: grad}, embedding at the end of the last window on rank 0, comm counts)."""
-    tr = Trainer(store, cfg, progress=False, ctx=ctx, comm=comm)
-    tr.comm.take_counts()
-    tr.run.epoch = 1
-    tr.optimizer.zero_grad(set_to_none=True)
-    loss = tr.strategy.train_step(ENDS)
-    counts = tr.comm.take_counts()
-    named = list(tr.model.named_parameters()) + [("head." + k, p) for k, p in tr.head.named_parameters()]
-    grads = {k: p.grad.cpu() for k, p in named if p.grad is not None}
-    with torch.no_grad():
-        h = tr.strategy.embed(tr.run.windows([ENDS[-1]])[0])
-    return loss, grads, None if h is None else h.cpu(), counts
-
-
-def _steps(ctx, comm, store, models, strategy, extra):
-    return {m: one_step(store, config(m, strategy, ctx.world_size, **extra), ctx, comm) for m in models}
-
-
-def assert_same_step(got, ref):
-    loss, grads, h, _ = got
-    rloss, rgrads, rh, _ = ref
-    assert loss == pytest.approx(rloss, rel=1e-5)
-    assert grads.keys() == rgrads.keys() and grads
-    for k in rgrads:
-        torch.testing.assert_close(grads[k], rgrads[k], rtol=1e-5, atol=1e-6, msg=k)
-    if rh is not None:
-        torch.testing.assert_close(h, rh, rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +42,7 @@ def test_two_workers_equal_sequential(stores, strategy, models, extra, device):
     for kind in ("link", "class"):
         store = stores[kind]
         ref = {m: one_step(store, config(m, "sequential", 1, device=device)) for m in models}
-        r0, r1 = run_on(2, _steps, store, models, strategy, extra, timeout=300, device=device)
+        r0, r1 = run_on(2, strategy_steps, store, models, strategy, extra, timeout=PROCESS_HANG_S, device=device)
         for m in models:
             assert_same_step(r0[m], ref[m])
             assert_same_step(r1[m], ref[m][:2] + (None, None))
@@ -87,7 +52,7 @@ def test_two_workers_equal_sequential(stores, strategy, models, extra, device):
 def test_vertex_hash_partition_on_a_directed_store(stores):
     store = stores["directed"]
     ref = {m: one_step(store, config(m, "sequential", 1)) for m in ("tgcn", "evolvegcn_o")}
-    r0, r1 = run_on(2, _steps, store, ["tgcn", "evolvegcn_o"], "vertex", {"partitioner": "hash"}, timeout=300)
+    r0, r1 = run_on(2, strategy_steps, store, ["tgcn", "evolvegcn_o"], "vertex", {"partitioner": "hash"}, timeout=PROCESS_HANG_S)
     for m in ref:
         assert_same_step(r0[m], ref[m])
         assert_same_step(r1[m], ref[m][:2] + (None, None))
@@ -98,7 +63,7 @@ def test_snapshot_worker_without_items(stores, device):
     """Windows of one snapshot: the step's 2 items give each worker one, the evaluation window's
     single item leaves rank 1 with none; it still joins every all-to-all."""
     ref = one_step(stores["link"], config("wdgcn", "sequential", 1, window=1, device=device))
-    r0, r1 = run_on(2, _steps, stores["link"], ["wdgcn"], "snapshot", {"window": 1, "device": device}, timeout=300,
+    r0, r1 = run_on(2, strategy_steps, stores["link"], ["wdgcn"], "snapshot", {"window": 1, "device": device}, timeout=PROCESS_HANG_S,
                     device=device)
     assert_same_step(r0["wdgcn"], ref)
     assert_same_step(r1["wdgcn"], ref[:2] + (None, None))
@@ -117,7 +82,7 @@ def test_vertex_halo_bytes_equal_the_closed_form(stores):
     columns. Each halo moves Σ_v λ_t(v) rows, commvolume's count on the transposed edges (the owner
     of column v sends to the parts of the rows that read it), forward and again backward."""
     store_path = stores["directed"]
-    r0, r1 = run_on(2, _steps, store_path, ["wdgcn"], "vertex", {"partitioner": "hash"}, timeout=300)
+    r0, r1 = run_on(2, strategy_steps, store_path, ["wdgcn"], "vertex", {"partitioner": "hash"}, timeout=PROCESS_HANG_S)
     host = Trainer(store_path, config("wdgcn", "sequential", 1), progress=False).run.host
     N = open_store(store_path).num_nodes
     parts = vertex_parts("hash", host, N, 2, 0)
@@ -130,7 +95,7 @@ def test_vertex_halo_bytes_equal_the_closed_form(stores):
 
 
 def test_snapshot_redistribution_bytes_equal_esdg_exact_form(stores):
-    r0, r1 = run_on(2, _steps, stores["link"], ["mpnn_lstm"], "snapshot", {}, timeout=300)
+    r0, r1 = run_on(2, strategy_steps, stores["link"], ["mpnn_lstm"], "snapshot", {}, timeout=PROCESS_HANG_S)
     N = open_store(stores["link"]).num_nodes
     T = len(ENDS) * 3
     S, H = 2 * HIDDEN + 6, 2 * HIDDEN + 6   # MPNN-LSTM: spatial [H1 ‖ H2 ‖ X], temporal [a ‖ b ‖ X]

@@ -130,7 +130,7 @@ def test_classification_targets_are_active_labelled(class_store):
 
 
 def test_classification_counts_vertices_with_only_incoming_edges_in_directed_stores(tmp_path):
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = open_store(small_store(tmp_path / "directed.zarr", labels="class", directed=True))
     assert store.directed
@@ -262,7 +262,7 @@ def test_reported_negative_kinds_refused_for_another_task(regress_store):
 def test_the_link_task_reads_its_targets_in_one_slice_as_one_by_one(tmp_path):
     """edge_keys(t) are snapshot t+1's edges, whether read alone, in a slice of scattered ends, or
     partly cached first."""
-    from tests.train.conftest import small_store
+    from tests.testing.stores import small_store
 
     store = open_store(small_store(tmp_path / "s.zarr", num_snapshots=10))
     task = LinkPrediction(store)

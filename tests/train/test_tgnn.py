@@ -21,8 +21,10 @@ from dynagnn.distributed.testing import run_on
 from dynagnn.train import engine
 from dynagnn.train.engine import Trainer, TrainConfig
 from dynagnn.train.strategies.tgnn import worker_batches
-from tests.conftest import HAS_CUDA, needs_gpu
-from tests.train.test_events import config, event_store
+from tests.testing.devices import HAS_CUDA, needs_gpu
+from tests.testing.steps import event_config as config
+from tests.testing.stores import event_store
+from tests.testing.limits import PROCESS_HANG_S
 
 STEPS = 3
 CASES = [("tgn", "tgnn", 1, "hash"), ("tgn", "tgnn", 2, "reflexbicut"), ("jodie", "tgnn", 1, "range"),
@@ -143,7 +145,7 @@ def _barriers_of_steps(tr, comm):
 
 @pytest.fixture(scope="module")
 def two(store):
-    return run_on(2, _body, store, timeout=300)
+    return run_on(2, _body, store, timeout=PROCESS_HANG_S)
 
 
 def _cases_on(ctx, comm, store, device):
@@ -153,7 +155,7 @@ def _cases_on(ctx, comm, store, device):
 
 @pytest.fixture(scope="module")
 def two_cuda(store):
-    return run_on(2, _cases_on, store, "cuda", timeout=300, device="cuda") if HAS_CUDA else None
+    return run_on(2, _cases_on, store, "cuda", timeout=PROCESS_HANG_S, device="cuda") if HAS_CUDA else None
 
 
 @pytest.fixture(scope="module")

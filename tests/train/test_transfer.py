@@ -10,7 +10,7 @@ from dynagnn.timing import PhaseTimer
 from dynagnn.graph.diff import diff_keys, full_bytes
 from dynagnn.train.transfer import SnapshotFeeder, host_snapshot
 from dynagnn.train.transfer import load_host_snapshots
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 
 def feeder(store, mode, capacity=None, timer=None, device="cpu"):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.testing.limits import PROCESS_HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
 
@@ -72,14 +74,14 @@ def test_papers_config_every_figure_has_a_rule_and_a_caption(tmp_path):
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
     dry = subprocess.run([str(bindir / "snakemake"), "-n", "--cores", "2", "--configfile", "papers.yaml"], cwd=wd,
-                         env=env, capture_output=True, text=True, timeout=300)
+                         env=env, capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert dry.returncode == 0, dry.stderr[-3000:]
     jobs = _dry_run_jobs(dry.stdout + dry.stderr)
     made = {o: rule for rule, outs in jobs.items() for o in outs}
     for paper, figures in EXPECTED.items():
         for fig in figures:
             assert f"results/papers/{fig}" in made, f"{paper}: no job makes {fig}"
-    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=wd, env=env, capture_output=True, text=True, timeout=300)
+    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=wd, env=env, capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert probe.returncode == 0, probe.stderr[-3000:]
     rules = json.loads(probe.stdout.split("PROBE", 1)[1])
     figures = [(o, rule) for o, rule in made.items() if o.endswith((".png", ".html"))]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from .test_snakefile import TINY, snakemake, workdir
+from tests.testing.workflow import TINY, snakemake, workdir
 
 pytestmark = pytest.mark.workflow
 

@@ -17,8 +17,8 @@ from dynagnn.choose.request import AUTO, DEFAULT_STRATEGY, request_keys, strateg
 from dynagnn.config import check_options, check_run_dataset, read_config, schema_node
 from dynagnn.config import validate as validate_schema
 from dynagnn.errors import ConfigError, did_you_mean
+from dynagnn import catalog
 from dynagnn.train.run_config import baseline_refusal, refusal, shared_fields
-from dynagnn.train.strategies import strategy_class
 from dynagnn.train.strategies import workflow_family as registry_family
 
 
@@ -53,7 +53,7 @@ def takes(strategy: str) -> set[str]:
     chooser takes its own options and every option of a strategy it considers (it carries them)."""
     if workflow_family(strategy)["chooses"]:
         return request_keys()
-    return set(shared_fields()) | strategy_class(strategy).settable()
+    return set(shared_fields()) | set(catalog.strategy(strategy)["settable"])
 
 
 def _strategies_of(section: dict[str, Any], run: dict[str, Any]) -> list[str]:

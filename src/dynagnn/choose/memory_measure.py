@@ -6,6 +6,7 @@ prediction scales, and a whole candidate's peak measured in a fresh process
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import queue as queue_mod
 import resource
@@ -399,6 +400,9 @@ def _child(q, store_path, config, steps: int) -> None:
             q.put(("ok", float(max(peaks))))
     except BaseException as exc:  # noqa: BLE001 (reported to the parent, which raises)
         q.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    # the process ends here and the parent joins it: the final collections over torch's objects (0.3 s)
+    # are skipped (dynagnn/__main__.py says why)
+    gc.freeze()
 
 
 class MeasureError(RuntimeError):

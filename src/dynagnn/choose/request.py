@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynagnn import catalog
 from dynagnn.config import check_options, check_schema, provide, provide_train_keys
 from dynagnn.errors import ConfigError
 from dynagnn.train.options import Options, option
@@ -112,11 +113,11 @@ def candidate_strategies() -> dict[str, type]:
 
 def request_keys() -> set[str]:
     """Every key a request takes: every run's, the chooser's own, and each option of a strategy it
-    considers (carried to the candidates that take it)."""
+    considers (carried to the candidates that take it; from the catalog: no strategy is imported)."""
     from dynagnn.train.run_config import shared_fields
 
     return (set(shared_fields()) | set(ChooserOptions.declared())
-            | {k for cls in candidate_strategies().values() for k in cls.settable()})
+            | {k for facts in catalog.strategies().values() if facts["baseline_of"] is None for k in facts["settable"]})
 
 
 def request_of(keys: dict, where: str = "train", names: dict[str, str] | None = None,
@@ -180,9 +181,7 @@ def parse_budget(value, where: str = "memory_budget") -> float | None:
 
 def strategy_names() -> list[str]:
     """What a run may name as its strategy: the chooser, then every registered strategy."""
-    from dynagnn.train.strategies import STRATEGIES
-
-    return [AUTO, *STRATEGIES]
+    return [AUTO, *catalog.strategies()]
 
 
 provide("strategies", lambda: [AUTO])

@@ -23,7 +23,7 @@ from .sage import SAMPLED_MODELS
 from .tgnn import TGNN_MODELS
 
 from ..config import provide
-from .registry import ALL_MODELS, MODELS, build_model, is_import_path, model_class, model_kind, register_model, resolve_model
+from .registry import ALL_MODELS, KINDS, MODELS, build_model, is_import_path, model_class, model_kind, register_model, resolve_model
 
 # the built-in models, through the one registry a user's model goes through too (.registry): the
 # snapshot models, the event models (models.tgnn), the sampled static GNNs (models.sage) and the
@@ -33,6 +33,7 @@ for _cls in (TGCN, EvolveGCNO, EvolveGCNH, WDGCN, MPNNLSTM, GCRN, CDGCN, TMGCN):
 for _kind, _group in (("event", TGNN_MODELS), ("sampled", SAMPLED_MODELS), ("baseline", BASELINE_MODELS)):
     for _cls in _group.values():
         register_model(_cls, _kind)
+BUILTIN_KINDS = dict(KINDS)   # the built-in models' kinds (tools/write_catalog.py copies them to the catalog)
 provide("models", lambda: ALL_MODELS, resolve_model)   # the config schema's model names (x-registry)
 
 __all__ = ["MODELS", "ALL_MODELS", "TGNN_MODELS", "BASELINE_MODELS", "SAMPLED_MODELS", "build_model", "model_class",

@@ -20,8 +20,8 @@ and :func:`resolve_model` is the hook it calls for a name not registered yet.
 from __future__ import annotations
 
 import importlib
-import re
 
+from dynagnn.catalog import add_model, is_import_path
 from dynagnn.errors import ConfigError, did_you_mean
 
 # the snapshot models (one step per snapshot): what the window strategies train
@@ -31,9 +31,6 @@ ALL_MODELS: dict[str, type] = {}
 KINDS: dict[str, str] = {}
 KIND_WORDS = {"event": "an event model (TGN, JODIE, APAN)", "sampled": "a static GNN trained on sampled blocks (BGL)",
               "baseline": "a baseline that trains nothing (EdgeBank)", "snapshot": "a snapshot model"}
-
-IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-
 
 def register_model(cls: type, kind: str = "snapshot", name: str | None = None) -> type:
     """Add ``cls`` to the registry under ``name`` (its class's ``name`` by default) as a model of
@@ -46,14 +43,10 @@ def register_model(cls: type, kind: str = "snapshot", name: str | None = None) -
     if ALL_MODELS.get(key, cls) is not cls:
         raise ConfigError(f"model name {key!r} is taken by {ALL_MODELS[key].__module__}.{ALL_MODELS[key].__qualname__}")
     ALL_MODELS[key], KINDS[key] = cls, kind
+    add_model(key, kind)   # the catalog's names: what a check that imports no model sees
     if kind == "snapshot":
         MODELS[key] = cls
     return cls
-
-
-def is_import_path(name: str) -> bool:
-    """Whether ``name`` is a ``package.module:Class`` path rather than a registered name."""
-    return bool(IMPORT_PATH.match(str(name)))
 
 
 def import_class(path: str) -> type:

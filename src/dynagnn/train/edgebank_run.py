@@ -31,12 +31,9 @@ from dynagnn.errors import ConfigError
 from dynagnn.models.baselines import BASELINE_MODELS
 from dynagnn.tables import write_parquet
 from dynagnn.tasks.edgebank import edgebank_events, edgebank_snapshots
-from dynagnn.train.run_config import TrainConfig
+from dynagnn.train.run_config import SCORED_BY, TrainConfig
 
 log = logging.getLogger("dynagnn")
-
-# the strategies whose task EdgeBank is scored on: the event stream's, the snapshot link task's
-SCORED_BY = ("events", "sequential")
 
 
 def check_edgebank(config: TrainConfig, resume=None) -> None:

@@ -21,10 +21,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dynagnn.config import check_options, check_schema, provide_train_keys
+from dynagnn import catalog
+from dynagnn.config import check_options, check_schema
 from dynagnn.errors import ConfigError, did_you_mean
 from dynagnn.train.options import Options
-from dynagnn.train.strategies import STRATEGIES, strategy_class
+from dynagnn.train.strategies import strategy_class
+
+# the strategies whose task a baseline that trains nothing (EdgeBank) is scored on: the event
+# stream's, the snapshot link task's (dynagnn.train.edgebank_run)
+SCORED_BY = ("events", "sequential")
 
 
 @dataclass
@@ -136,28 +141,11 @@ def run_keys() -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(RunKeys))
 
 
-def option_schemas() -> dict[str, dict]:
-    """Every option of the registered strategies with its JSON schema, in registry order (every
-    strategy that declares a key declares the same schema; a test holds them to it)."""
-    out: dict[str, dict] = {}
-    for cls in STRATEGIES.values():
-        for key in cls.Options.declared():
-            if key not in out:
-                out[key] = cls.Options.json_schema(key)
-    return out
+option_schemas = catalog.option_schemas   # every strategy option's JSON schema, in registry order
+option_schema = catalog.option_schema     # one option's, or None where no registered strategy declares it
+takers = catalog.takers                   # the registered strategies that take an option
 
 
-def option_schema(key: str) -> dict | None:
-    """The JSON schema of option ``key``, or None where no registered strategy declares it."""
-    return option_schemas().get(key)
-
-
-def takers(key: str) -> list[str]:
-    """The registered strategies that take option ``key``."""
-    return sorted(name for name, c in STRATEGIES.items() if key in c.settable())
-
-
-provide_train_keys(lambda: option_schemas())
 
 
 def refusal(key: str, strategies: list[str], label: str | None = None, where: str | None = None) -> str:
@@ -165,19 +153,20 @@ def refusal(key: str, strategies: list[str], label: str | None = None, where: st
     the strategy's own reason where it gives one (``refuses``), else who takes the key; a key nobody
     takes is unknown to ``where`` (the schema's words for a key it does not have)."""
     label = label or key
-    one = len(strategies) == 1 and strategies[0] in STRATEGIES
-    reason = strategy_class(strategies[0]).refuses.get(key) if one else None
+    known = catalog.strategies()
+    one = len(strategies) == 1 and strategies[0] in known
+    reason = known[strategies[0]]["refuses"].get(key) if one else None
     if reason:
         return f"{label}: {reason}"
     who = takers(key)
     trains = f"this run trains {', '.join(strategies)}" if len(strategies) < 4 else "no strategy of the runs takes it"
     if who:
         return f"{label}: an option of {', '.join(who)}; {trains}"
-    fixers = [name for name, c in STRATEGIES.items() if key in c.fixed]
+    fixers = [name for name, facts in known.items() if key in facts["fixed"]]
     if fixers:
         return f"{label}: {', '.join(fixers)} fix it; {trains}"
-    known = sorted(set(shared_fields()) | {k for c in STRATEGIES.values() for k in c.settable()})
-    return f"{where or label}: unknown key {key!r}{did_you_mean(key, known)}"
+    keys = sorted(set(shared_fields()) | {k for facts in known.values() for k in facts["settable"]})
+    return f"{where or label}: unknown key {key!r}{did_you_mean(key, keys)}"
 
 
 def key_label(where: str, key: str) -> str:
@@ -192,10 +181,9 @@ def key_label(where: str, key: str) -> str:
 def baseline_refusal(model: str, strategies) -> str | None:
     """Why ``model`` cannot be run by ``strategies`` when it is a baseline that trains nothing
     (EdgeBank: scored on the task of the events or sequential strategy), else None."""
-    from dynagnn.models.baselines import BASELINE_MODELS
-    from dynagnn.train.edgebank_run import SCORED_BY
-
-    other = [s for s in strategies if s not in SCORED_BY and s in STRATEGIES]   # the chooser scores it by one of them
-    if model not in BASELINE_MODELS or not other:
+    if catalog.models().get(model) != "baseline":
+        return None
+    other = [s for s in strategies if s not in SCORED_BY and s in catalog.strategies()]   # the chooser scores it by one of them
+    if not other:
         return None
     return f"{model} trains nothing and is scored by the strategy {' or '.join(SCORED_BY)}, not {', '.join(other)}"

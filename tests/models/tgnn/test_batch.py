@@ -8,7 +8,7 @@ import torch
 from dynagnn.graph.sample import TemporalNeighbors
 from dynagnn.models.tgnn import apply_writes, build_tgnn, make_batch
 from dynagnn.models.tgnn.time_encoding import time_delta
-from tests.conftest import random_events
+from tests.testing.stores import random_events
 
 
 def brute_recent(src, dst, t, ids, v, tq, k):

@@ -15,7 +15,7 @@ from dynagnn.graph.sample import TemporalNeighbors
 from dynagnn.models.heads import LinkPredictor
 from dynagnn.models.tgnn import apply_writes, build_tgnn, make_batch
 from dynagnn.models.tgnn.time_encoding import TimeEncoding, time_delta
-from tests.conftest import DEVICES
+from tests.testing.devices import DEVICES
 
 
 def concatenated_cell(self, rows, t=None):

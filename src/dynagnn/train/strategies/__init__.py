@@ -3,8 +3,9 @@
 The chooser (``auto``) is not one of them: it lives above training (:mod:`dynagnn.choose`) and hands
 the engine the config of the strategy it chose.
 
-:data:`STRATEGIES` maps the names the workflow uses to classes; :func:`strategy_class` looks one up,
-:func:`register` adds one (each class declares its ``Options`` and what it serves: ``base.py``), and
+:data:`STRATEGIES` maps the names the workflow uses to classes, importing a strategy's module when its
+class is first asked for (the names and facts are :mod:`dynagnn.catalog`'s: a process imports the
+strategy it trains, not every one); :func:`strategy_class` looks one up, :func:`register` adds one (each class declares its ``Options`` and what it serves: ``base.py``), and
 :func:`workflow_family` answers the workflow's questions about one.
 
 - ``sequential``: one worker, one snapshot at a time (the PyTorch Geometric Temporal loop).
@@ -29,36 +30,58 @@ the engine the config of the strategy it chose.
 
 from __future__ import annotations
 
-from dynagnn.config import provide
-from dynagnn.errors import ConfigError, did_you_mean
-from dynagnn.train.strategies.base import Run, Strategy
-from dynagnn.train.strategies.events import EventStrategy
-from dynagnn.train.strategies.frames import Frames
-from dynagnn.train.strategies.group import BladEven, BladNM, GroupFrames, GroupPipeline
-from dynagnn.train.strategies.sampled import Sampled, SampledNoCache, SampledRandom, SampledStatic
-from dynagnn.train.strategies.sequential import Sequential
-from dynagnn.train.strategies.snapshot import SnapshotPartition
-from dynagnn.train.strategies.tgnn import TGNNDepCache, TGNNDepComm, TGNNHash, TGNNRange, TGNNStrategy
-from dynagnn.train.strategies.vertex import VertexPartition
+from collections.abc import MutableMapping
+import importlib
 
-STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Sequential, VertexPartition, SnapshotPartition,
-                                                                   GroupPipeline, BladNM, BladEven, GroupFrames, EventStrategy, Frames,
-                                                                   Sampled, SampledNoCache, SampledStatic, SampledRandom,
-                                                                   TGNNStrategy, TGNNDepComm, TGNNDepCache, TGNNHash, TGNNRange)}
+from dynagnn import catalog
+from dynagnn.errors import ConfigError
 
 
-provide("strategies", lambda: STRATEGIES)
+class _Registry(MutableMapping):
+    """The strategies by name, each class imported from its module on first lookup: the names and
+    facts are the catalog's (:mod:`dynagnn.catalog`), so a process that trains one strategy imports
+    that strategy's module, and one that only checks a config imports none."""
+
+    def __init__(self):
+        self._classes: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> type:
+        cls = self._classes.get(name)
+        if cls is None:
+            facts = catalog.strategies().get(name)
+            if facts is None:
+                raise KeyError(name)
+            cls = self._classes[name] = getattr(importlib.import_module(facts["module"]), facts["class"])
+        return cls
+
+    def __setitem__(self, name: str, cls: type) -> None:
+        if name != cls.name:
+            raise ConfigError(f"strategy class {cls.__name__} is named {cls.name!r}, not {name!r}")
+        self._classes[name] = cls
+        catalog.add_strategy(cls)
+
+    def __delitem__(self, name: str) -> None:
+        if name not in catalog.strategies():
+            raise KeyError(name)
+        self._classes.pop(name, None)
+        catalog.drop_strategy(name)
+
+    def __iter__(self):
+        return iter(catalog.strategies())
+
+    def __len__(self) -> int:
+        return len(catalog.strategies())
 
 
-def strategy_class(name: str) -> type[Strategy]:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise ConfigError(f"unknown strategy {name!r}{did_you_mean(name, STRATEGIES)}: expected one of "
-                          f"{', '.join(STRATEGIES)}") from None
+STRATEGIES: MutableMapping[str, type] = _Registry()
 
 
-def register(cls: type[Strategy]) -> type[Strategy]:
+def strategy_class(name: str) -> type:
+    catalog.strategy(name)   # ConfigError for a name it does not hold
+    return STRATEGIES[name]
+
+
+def register(cls: type) -> type:
     """Add a strategy class to the registry under ``cls.name`` (what the CLI's flags, the config's
     checks and the workflow's families are generated from); returns it, so it decorates."""
     if not cls.name:
@@ -77,10 +100,19 @@ def workflow_family(name: str) -> dict:
     """What the workflow asks of strategy ``name`` (``rules/common.smk``): its family (strategies
     compared side by side), processes per worker, whether it trains by the schedule stage's plan, the
     family figure its runs draw, the model contracts it trains, and that it trains (``chooses``: False;
-    the chooser's answer is the API's)."""
-    cls = strategy_class(name)
-    return {"family": cls.family, "procs_per_worker": cls.procs_per_worker, "needs_plan": cls.needs_plan,
-            "figure": cls.figure, "models": list(cls.models), "chooses": False}
+    the chooser's answer is the API's). From the catalog: no strategy module is imported."""
+    facts = catalog.strategy(name)
+    return {"family": facts["family"], "procs_per_worker": facts["procs_per_worker"],
+            "needs_plan": facts["needs_plan"], "figure": facts["figure"], "models": list(facts["models"]),
+            "chooses": False}
+
+
+def __getattr__(name: str):
+    if name in ("Run", "Strategy"):   # the contract's classes import torch: loaded where asked for
+        from dynagnn.train.strategies import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["STRATEGIES", "Run", "Strategy", "register", "serving_strategies", "strategy_class", "workflow_family"]

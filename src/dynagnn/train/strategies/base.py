@@ -66,6 +66,7 @@ from dynagnn.timing import PhaseTimer
 from dynagnn.train.options import Options, resolve_sequence
 from dynagnn.tasks.snapshot import Split, chronological_split, infer_task, make_task
 from dynagnn.train.transfer import load_host_snapshots
+from dynagnn.train.backward import backward
 
 log = logging.getLogger("dynagnn.train")
 
@@ -219,6 +220,8 @@ class Strategy:
 
         contract = check_contract(type(model), self.config.model, model.in_dim, model.hidden_dim)
         why = self.model_refusal(type(model), contract)
+        if not why and not is_import_path(self.config.model):
+            return   # the strategies that serve it are named only where they are news (each is imported to ask)
         can = serving_strategies(type(model), contract)
         if is_import_path(self.config.model):
             log.info("model %s passes the contract check (%s%s): served by %s", self.config.model, contract.kind,
@@ -464,7 +467,7 @@ class Strategy:
             return total, state
         if outs:
             with run.timer.phase("backward"):
-                torch.autograd.backward(outs, grads)
+                backward(outs, grads)
         return total, state
 
     @torch.no_grad()
@@ -496,7 +499,7 @@ class Strategy:
                 return loss
             if grad is not None:
                 with run.timer.phase("backward"):
-                    h.backward(grad)
+                    backward(h, grad)
             total += loss
         return total
 

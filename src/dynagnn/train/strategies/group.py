@@ -77,6 +77,7 @@ from dynagnn.train.strategies.frames import FramesOptions
 from dynagnn.train.strategies.group_carry import CarryPair
 from dynagnn.train.strategies.group_plan import Measured, PlanFollower
 from dynagnn.train.strategies.sequential import Sequential
+from dynagnn.train.backward import backward
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +339,7 @@ class GroupPipeline(PlanFollower, CarryPair, Strategy):
                 grad, = self.channel.recv("handoff.backward")
                 if flat.requires_grad:
                     with run.timer.phase("backward"), self._measured.backward(ts, run.device):
-                        flat.backward(grad)
+                        backward(flat, grad)
         self.channel.flush()
         return 0.0
 
@@ -366,7 +367,7 @@ class GroupPipeline(PlanFollower, CarryPair, Strategy):
             else:
                 if grad_h is not None:
                     with run.timer.phase("backward"), self._measured.backward(ts, run.device):
-                        h.backward(grad_h)
+                        backward(h, grad_h)
                 grad = flat.grad if flat.grad is not None else torch.zeros_like(flat)
             self.channel.send([grad], "handoff.backward")
             total += loss

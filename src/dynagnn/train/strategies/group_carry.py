@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from dynagnn.train.strategies.base import head_backwards
+from dynagnn.train.backward import backward
 
 
 class CarryPair:
@@ -86,7 +87,7 @@ class CarryPair:
         keep = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
         if keep:
             with self.run.timer.phase("backward"):
-                torch.autograd.backward([o for o, _ in keep], [g for _, g in keep])
+                backward([o for o, _ in keep], [g for _, g in keep])
 
     def _carry_tail(self, ends: Sequence[int]) -> float:
         """p2: the rest of each piece from the state p1 handed over; the end state back at once, then its

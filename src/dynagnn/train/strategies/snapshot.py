@@ -52,6 +52,7 @@ from dynagnn.timing import section
 from dynagnn.train.options import LinkNegatives, SequenceMode, Transfer, Truncation
 from dynagnn.train.strategies.base import Run, Strategy, head_backward
 from dynagnn.train.transfer import SnapshotFeeder
+from dynagnn.train.backward import backward
 
 
 @dataclass(frozen=True)
@@ -254,8 +255,8 @@ class SnapshotPartition(Strategy):
                 grads.append(grad)
         if outputs[0].requires_grad or len(outputs) > 1:  # none only for EvolveGCN-O on a worker without items
             with run.timer.phase("backward"):
-                torch.autograd.backward([o for o in outputs if o.requires_grad],
-                                        [g for o, g in zip(outputs, grads) if o.requires_grad])
+                backward([o for o in outputs if o.requires_grad],
+                         [g for o, g in zip(outputs, grads) if o.requires_grad])
         return local
 
     def train_step(self, ends: Sequence[int]) -> float:
