@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import yaml
 from tests.testing.limits import PROCESS_HANG_S
+from tests.testing.source import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -252,7 +253,7 @@ def test_an_unknown_stage_is_reported(parser):
 # ---- benchmarks and make targets ----------------------------------------------------------------
 
 def benchmark_names() -> list[str]:
-    tree = ast.parse((ROOT / "benchmarks" / "__main__.py").read_text())
+    tree = parse((ROOT / "benchmarks" / "__main__.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BENCHES" for t in node.targets):
             return [k.value for k in node.value.keys]

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import dynagnn
 
+from tests.testing.source import parse
+
 SRC = Path(dynagnn.__file__).parent
 
 # Lowest first. A module may import from its own package and from any package of a lower layer.
@@ -76,7 +78,7 @@ def _unit(parts: list[str]) -> str:
 def _imports(path: Path, text: str | None = None):
     rel = path.relative_to(SRC).with_suffix("").parts
     package = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
-    tree = ast.parse(path.read_text() if text is None else text, str(path))
+    tree = parse(path.read_text() if text is None else text, str(path))
     for line, arg in _import_module_calls(tree):   # importlib's imports, where the name is written out
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(".")[0] == "dynagnn":
             yield line, arg.value.split(".")[1:] or ["__init__"]
@@ -106,7 +108,7 @@ def test_every_import_by_name_is_written_out():
     bad, used = [], set()
     for path in sorted(SRC.rglob("*.py")):
         rel = str(path.relative_to(SRC))
-        for line, arg in _import_module_calls(ast.parse(path.read_text(), str(path))):
+        for line, arg in _import_module_calls(parse(path.read_text(), str(path))):
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                 used.add(rel)
                 if rel not in DYNAMIC:
@@ -169,7 +171,7 @@ OFFERED = {
 
 
 def _names(path: Path):
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom):
             yield node.lineno, [a.name for a in node.names]
 
@@ -239,7 +241,7 @@ def test_test_modules_import_helpers_from_the_testing_package():
     tests = Path(__file__).resolve().parent
     wrong = []
     for path in sorted(tests.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 last = node.module.split(".")[-1]
                 local = node.level > 0 or node.module.startswith("tests.")
