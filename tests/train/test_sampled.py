@@ -107,6 +107,28 @@ def test_a_dead_sampler_stops_the_stages_at_once(store_path):
     assert pipe.procs == []
 
 
+def test_a_sampler_start_is_waited_for_as_a_connect_not_a_batch(store_path):
+    """A batch wait of 0.2 s, shorter than any sampler's start (a spawned process importing torch): the
+    pipeline still starts, and its batches are sampling in place's (a start is waited for as long as a
+    worker's connect, DYNAGNN_CONNECT_TIMEOUT)."""
+    store = open_store(store_path)
+    indptr, indices = static_graph(store)
+    make = lambda samplers, timeout=None: Pipeline(indptr, indices, (4, 3), "mean",   # noqa: E731
+                                                   lambda ids, update: torch.zeros(ids.size, 1), "cpu",
+                                                   samplers=samplers, depth=1, timeout=timeout)
+    batches = [np.arange(i, i + 10) for i in range(0, 40, 10)]
+    keys = [(0, 0, b) for b in range(len(batches))]
+    inline = make(0)
+    want = [(b.index, b.seeds.tolist(), b.x.tolist()) for b in inline.batches(batches, keys)]
+    pipe = make(1, timeout=0.2)
+    try:
+        got = [(b.index, b.seeds.tolist(), b.x.tolist()) for b in pipe.batches(batches, keys)]
+    finally:
+        pipe.close()
+        inline.close()
+    assert got == want and len(got) == len(batches)
+
+
 def _two_workers(ctx, comm, store_path):
     out = {}
     for partitioner in ("bgl", "random"):

@@ -55,7 +55,7 @@ import numpy as np
 import torch
 import torch.multiprocessing as tmp
 
-from dynagnn.distributed.launch import default_timeout, env_seconds
+from dynagnn.distributed.launch import connect_timeout, default_timeout, env_seconds
 from dynagnn.distributed.lifeline import die_with_parent
 from dynagnn.errors import DynagnnError, one_line
 from dynagnn.graph.sample import NeighborSampler, batch_rng
@@ -284,9 +284,11 @@ class Pipeline:
                         self.procs.append(p)
                         self.tasks.append(task_w)
                         self.outs.append(out_r)
-                for i in range(len(self.procs)):   # started (torch imported) before any epoch is timed
+                # started (torch imported) before any epoch is timed; a start is waited for as long as a
+                # worker's connect, not a batch: a busy machine's spawn and imports take seconds
+                for i in range(len(self.procs)):
                     self._send(i, "times")
-                    self._get(i, threading.Event())
+                    self._get(i, threading.Event(), max(self.timeout, connect_timeout()))
             except BaseException:
                 self.close()
                 raise
@@ -329,9 +331,10 @@ class Pipeline:
         finally:
             self._waiting = None
 
-    def _get(self, i: int, stop: threading.Event):
+    def _get(self, i: int, stop: threading.Event, timeout: float | None = None):
         """The next message of sampler i; SamplerError once it is dead, failed or silent for
-        ``timeout`` seconds; None when ``stop`` is set first."""
+        ``timeout`` seconds (the pipeline's by default); None when ``stop`` is set first."""
+        timeout = self.timeout if timeout is None else timeout
         conn, t0 = self.outs[i], time.monotonic()
         self._waiting = (i, t0)
         try:
@@ -349,7 +352,7 @@ class Pipeline:
                 if not ready:
                     if not self.procs[i].is_alive():
                         raise self._dead(i)
-                    if time.monotonic() - t0 > self.timeout:
+                    if time.monotonic() - t0 > timeout:
                         raise self._silent(i, time.monotonic() - t0)
                     continue
                 if msg[0] == "error":
