@@ -3,8 +3,8 @@
 
 Data: PyTorch Geometric Temporal's own files in its own loop (``sequence carry``, the regress task):
 england_covid and twitter_tennis_rg17 (``../shared/data/pyg_temporal``) and the chickenpox-like store
-of ``bench_pygt_loop`` (PyG-T's pedalme and chickenpox files are not in this workplace). Model T-GCN,
-1 epoch, 1 thread.
+of ``bench_pygt_loop`` (PyG-T's pedalme and chickenpox files are not in this workplace); and the default
+run's CollegeMsg store (weekly snapshots, the link task in windows). Model T-GCN, 1 epoch, 1 thread.
 
 Rows, each the median of interleaved rounds of fresh processes:
 
@@ -31,7 +31,8 @@ The aims (issue 48): a 1-epoch run within 2x ``import torch``; ``--help`` and ``
 0.5 s; the workflow's own share of Snakemake's start under 1 s.
 
 Run: ``python -m benchmarks overhead``. Environment: ``DYNAGNN_BENCH_OVERHEAD_ROUNDS`` (default 5),
-``DYNAGNN_BENCH_OVERHEAD_DATASETS`` (comma-separated: england_covid, twitter_tennis, chickenpox).
+``DYNAGNN_BENCH_OVERHEAD_DATASETS`` (comma-separated: england_covid, twitter_tennis, chickenpox,
+collegemsg).
 """
 
 from __future__ import annotations
@@ -201,6 +202,10 @@ def _datasets(wanted: list[str]) -> dict[str, Path]:
                                                                 "path": str(PYG_DATA / "twitter_tennis_rg17.json")})
     if "chickenpox" in wanted:
         out["chickenpox"] = chickenpox_like()
+    if "collegemsg" in wanted:   # the default run's store: weekly snapshots of CollegeMsg, window mode
+        from .bench_auto_total import _collegemsg_weekly
+
+        out["collegemsg"] = _collegemsg_weekly()
     return out
 
 
@@ -244,7 +249,7 @@ def _commands(rounds: int) -> dict[str, float]:
 
 def main() -> dict:
     rounds = int(os.environ.get("DYNAGNN_BENCH_OVERHEAD_ROUNDS", 5))
-    wanted = os.environ.get("DYNAGNN_BENCH_OVERHEAD_DATASETS", "england_covid,twitter_tennis,chickenpox").split(",")
+    wanted = os.environ.get("DYNAGNN_BENCH_OVERHEAD_DATASETS", "england_covid,twitter_tennis,chickenpox,collegemsg").split(",")
     stores = _datasets([w.strip() for w in wanted])
     results: dict = {"rounds": rounds, "datasets": {}}
     work = Path(tempfile.mkdtemp(prefix="dynagnn-overhead-"))
