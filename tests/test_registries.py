@@ -143,3 +143,60 @@ def test_commands_that_only_read_import_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_a_plugin_model_path_whose_module_is_missing_is_refused_without_torch():
+    """check-config finds a user's model module without importing it (nor torch): a misspelt one is one
+    line; a built-in name or a findable module passes."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from dynagnn.api.runs import validate\n"
+            "from dynagnn.errors import ConfigError\n"
+            "base = {'datasets': {'d': {'format': 'synthetic', 'generator': 'churn'}}}\n"
+            "validate({**base, 'train': {'model': 'json:JSONDecoder'}})\n"
+            "try:\n"
+            "    validate({**base, 'train': {'model': 'no_such_pkg.cells:Cell'}})\n"
+            "except ConfigError as e:\n"
+            "    print('refused', 'module no_such_pkg.cells does not import' in str(e), 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["refused", "True", "False"]
+
+
+def test_registering_dropping_and_registering_again():
+    """The registry is a mapping: a built-in strategy deleted stays deleted (also after a class was set
+    under its name), and a plugin's options leave the schema with it, its new schema replacing the old."""
+    import dataclasses
+
+    from dynagnn import catalog
+    from dynagnn.train.options import Options, option
+    from dynagnn.train.strategies import STRATEGIES
+    from dynagnn.train.strategies.sequential import Sequential
+
+    def plugin(minimum):
+        opts = dataclasses.make_dataclass("PluginOptions", [("alpha_knob", int, option(5, "a knob", type="integer",
+                                                                                       minimum=minimum))],
+                                          bases=(Options,), frozen=True)
+        return type("Plugin", (Sequential,), {"name": "plugin_x", "Options": opts})
+
+    vertex = STRATEGIES["vertex"]
+    try:
+        del STRATEGIES["vertex"]
+        assert "vertex" not in STRATEGIES and "vertex" not in catalog.strategies()
+        STRATEGIES["vertex"] = vertex
+        del STRATEGIES["vertex"]
+        assert "vertex" not in catalog.strategies()
+    finally:
+        STRATEGIES["vertex"] = vertex
+    try:
+        STRATEGIES["plugin_x"] = plugin(1)
+        assert catalog.option_schema("alpha_knob")["minimum"] == 1
+        del STRATEGIES["plugin_x"]
+        assert catalog.option_schema("alpha_knob") is None
+        STRATEGIES["plugin_x"] = plugin(0)
+        assert catalog.option_schema("alpha_knob")["minimum"] == 0
+    finally:
+        STRATEGIES.pop("plugin_x", None)
+    assert catalog.option_schema("alpha_knob") is None and "plugin_x" not in catalog.strategies()

@@ -16,7 +16,9 @@ class is asked for, by the module and class named here.
 
 from __future__ import annotations
 
+import copy
 import functools
+import importlib.util
 import json
 import re
 from importlib import resources
@@ -31,8 +33,8 @@ STRATEGY_FACTS = ("family", "procs_per_worker", "needs_plan", "gpu_only", "basel
 IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 _added_strategies: dict[str, dict] = {}   # name -> facts of a class registered at run time
-_dropped: set[str] = set()                # names taken out of the registry at run time
-_added_options: dict[str, dict] = {}      # option key -> schema, of those classes
+_added_schemas: dict[str, dict] = {}      # name -> {option key: JSON schema} of that class
+_dropped: set[str] = set()                # names of the file taken out of the registry at run time
 _added_models: dict[str, str] = {}        # name -> kind
 
 
@@ -69,27 +71,44 @@ def strategy(name: str) -> dict:
 
 
 def add_strategy(cls: type) -> None:
-    """Record a strategy class registered at run time (its options' schemas with it)."""
+    """Record a strategy class registered at run time, with its options' schemas. Its facts are taken
+    now: a class changed after it is registered must be registered again."""
     _dropped.discard(cls.name)
     _added_strategies[cls.name] = facts_of(cls)
-    for key in cls.Options.declared():
-        _added_options.setdefault(key, cls.Options.json_schema(key))
+    _added_schemas[cls.name] = {key: cls.Options.json_schema(key) for key in cls.Options.declared()}
 
 
 def drop_strategy(name: str) -> None:
-    """Take strategy ``name`` out (a test's or a plugin's own registration undone)."""
-    if _added_strategies.pop(name, None) is None:
+    """Take strategy ``name`` out (a test's or a plugin's own registration undone; a built-in one too)."""
+    _added_strategies.pop(name, None)
+    _added_schemas.pop(name, None)
+    if name in _file()["strategies"]:
         _dropped.add(name)
 
 
+def _file_keys() -> set[str]:
+    """The option keys the catalog file's registered strategies declare (the config schema's copy)."""
+    return {key for name, facts in _file()["strategies"].items() if name not in _dropped for key in facts["options"]}
+
+
+def _added_option_schemas() -> dict[str, dict]:
+    """The options only strategies registered at run time declare, each the first declarer's schema."""
+    builtin, out = _file_keys(), {}
+    for schemas in _added_schemas.values():
+        for key, schema in schemas.items():
+            if key not in builtin:
+                out.setdefault(key, schema)
+    return out
+
+
 def option_schema(key: str) -> dict | None:
-    """The JSON schema of strategy option ``key`` (with its default and help), or None where no
-    registered strategy declares it."""
-    if not any(key in facts["options"] for facts in strategies().values()):
-        return None
-    if key in _added_options:
-        return _added_options[key]
-    return schema_node(f"train.{key}")
+    """The JSON schema of strategy option ``key`` (with its default and help; a copy), or None where no
+    registered strategy declares it. A built-in strategy's option is the config schema's, whoever
+    else declares it."""
+    if key in _file_keys():
+        return copy.deepcopy(schema_node(f"train.{key}"))
+    schema = _added_option_schemas().get(key)
+    return copy.deepcopy(schema) if schema is not None else None
 
 
 def option_schemas() -> dict[str, dict]:
@@ -119,14 +138,25 @@ def is_import_path(name: str) -> bool:
 
 
 def check_model_name(name: str) -> None:
-    """A model name is a registered one or has the shape of an import path (the class behind a path
-    is imported and checked where the library above builds it, :mod:`dynagnn.models.registry`)."""
+    """A model name is a registered one, or an import path whose module can be found (the class behind
+    it is imported and checked where the library above builds it, :mod:`dynagnn.models.registry`;
+    finding the module imports no torch, only its parent packages)."""
     known = models()
-    if name not in known and not is_import_path(name):
+    if name in known:
+        return
+    if not is_import_path(name):
         raise ConfigError(f"unknown model {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}, "
                           "or a class of your own as package.module:Class")
+    module = name.partition(":")[0]
+    try:
+        why = None if importlib.util.find_spec(module) is not None else f"ModuleNotFoundError: No module named {module!r}"
+    except Exception as exc:   # a parent package that does not import, or is no package
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+    if why:   # the words of the registry's own refusal (models/registry.py's import_class)
+        raise ConfigError(f"{name!r}: module {module} does not import ({why}); install it or put its folder on "
+                          "PYTHONPATH")
 
 
 provide("strategies", lambda: list(strategies()))
 provide("models", lambda: list(models()), check_model_name)
-provide_train_keys(lambda: dict(_added_options))
+provide_train_keys(_added_option_schemas)

@@ -139,9 +139,10 @@ class Toy(Sequential):
 def toy():
     from dynagnn.train.options import WindowOptions
 
-    register(Toy)
-    # Sequential.setup reads the window options: the toy's own carry them too
+    # Sequential.setup reads the window options: the toy's own carry them too (before it is registered:
+    # the registry takes a class's facts when it is registered)
     Toy.Options = dataclasses.make_dataclass("ToyWindowOptions", [], bases=(ToyOptions, WindowOptions), frozen=True)
+    register(Toy)
     try:
         yield Toy
     finally:

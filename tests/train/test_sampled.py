@@ -21,6 +21,7 @@ from dynagnn.train.cache import MIB
 from dynagnn.train.stages import Pipeline
 from dynagnn.train.engine import TrainConfig, Trainer
 from tests.testing.devices import DEVICES
+from tests.testing.limits import PROCESS_HANG_S
 from tests.testing.steps import ends_with
 from dynagnn.train.strategies.sampled import static_graph
 
@@ -121,6 +122,7 @@ def test_a_sampler_start_is_waited_for_as_a_connect_not_a_batch(store_path):
     inline = make(0)
     want = [(b.index, b.seeds.tolist(), b.x.tolist()) for b in inline.batches(batches, keys)]
     pipe = make(1, timeout=0.2)
+    pipe.timeout = PROCESS_HANG_S   # started: its batches are waited for as a hang guard only
     try:
         got = [(b.index, b.seeds.tolist(), b.x.tolist()) for b in pipe.batches(batches, keys)]
     finally:

@@ -305,13 +305,13 @@ class Pipeline:
             f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         return SamplerError(f"sampler process {i} died ({cause}); the run stops, nothing was written")
 
-    def _silent(self, i: int, seconds: float) -> SamplerError:
+    def _silent(self, i: int, seconds: float, variable: str = "DYNAGNN_SAMPLER_TIMEOUT") -> SamplerError:
         p = self.procs[i]
         state = _state(p.pid)
         how = " (it is stopped: SIGSTOP or a debugger; SIGCONT resumes it)" if state in ("T", "t") else \
             f" (alive, state {state})" if state else ""
         return SamplerError(f"sampler process {i} (pid {p.pid}) sent nothing for {seconds:.0f} s{how}; the run stops, "
-                            "nothing was written (DYNAGNN_SAMPLER_TIMEOUT sets the wait)")
+                            f"nothing was written ({variable} sets the wait)")
 
     def _stalled(self, what: str) -> SamplerError:
         """The error for a fetch stage that ``what`` (the training side's wait ran out): the sampler it
@@ -353,7 +353,9 @@ class Pipeline:
                     if not self.procs[i].is_alive():
                         raise self._dead(i)
                     if time.monotonic() - t0 > timeout:
-                        raise self._silent(i, time.monotonic() - t0)
+                        variable = "DYNAGNN_SAMPLER_TIMEOUT" if timeout == self.timeout else \
+                            "DYNAGNN_CONNECT_TIMEOUT, at a sampler's start,"
+                        raise self._silent(i, time.monotonic() - t0, variable)
                     continue
                 if msg[0] == "error":
                     raise SamplerError(f"sampler process {i} failed: {msg[1]}; the run stops, nothing was written")

@@ -66,6 +66,9 @@ class _Registry(MutableMapping):
         self._classes.pop(name, None)
         catalog.drop_strategy(name)
 
+    def __contains__(self, name) -> bool:   # without importing the strategy's module
+        return name in catalog.strategies()
+
     def __iter__(self):
         return iter(catalog.strategies())
 
