@@ -1,8 +1,14 @@
 """What issue 48's cuts gain, side by side in one run, medians of interleaved rounds:
 
-- **the optimiser's start**: a fresh process that builds and steps torch's fused Adam (which imports
-  ``torch._dynamo``) against one that builds and steps the trainer's
-  (:class:`dynagnn.train.optimizer.Adam`), each ``python -c`` timed from launch to exit;
+- **a process's start and end**, each pair two ``python -c`` timed from launch to exit:
+  - the optimiser: building and stepping torch's fused Adam (which imports ``torch._dynamo``) against
+    the trainer's (:class:`dynagnn.train.optimizer.Adam`);
+  - the first backward from given gradients: ``h.backward(grad)`` (torch's shape check imports sympy)
+    against :func:`dynagnn.train.backward.backward`;
+  - the exit after ``import torch``: the interpreter's last collections against ``gc.freeze()`` first
+    (what ``python -m dynagnn`` does);
+  - the strategies: every strategy's class imported (the registry before the catalog) against the one
+    a run trains (``sequential``);
 - **evaluation's link scores**: :class:`dynagnn.models.heads.LinkPredictor` scoring a validation's
   pairs (``POSITIVES`` positives and 20 negatives each, hidden 32, 2 threads) in one [E, hidden]
   product (the path with gradients) against the cache-sized blocks it takes without them; the scores
@@ -20,13 +26,26 @@ import sys
 import time
 
 POSITIVES = 20_000
-ADAM = {"torch": "import torch; o = torch.optim.Adam([w], fused=True)",
-        "dynagnn": "import torch; from dynagnn.train.optimizer import Adam; o = Adam([w])"}
+# (before, after) of each cut: the code of two processes that do the same work
+_BACKWARD = ("import torch; w = torch.nn.Parameter(torch.ones(64, 8)); h = torch.tanh(torch.ones(32, 64) @ w); "
+             "g = torch.ones(32, 8); ")
+PAIRS = {
+    "Adam built and stepped": (
+        "import torch; w = torch.nn.Parameter(torch.ones(4)); o = torch.optim.Adam([w], fused=True); "
+        "w.grad = torch.ones(4); o.step()",
+        "import torch; from dynagnn.train.optimizer import Adam; w = torch.nn.Parameter(torch.ones(4)); o = Adam([w]); "
+        "w.grad = torch.ones(4); o.step()"),
+    "a first backward from given gradients": (
+        _BACKWARD + "h.backward(g)",
+        _BACKWARD + "from dynagnn.train.backward import backward; backward(h, g)"),
+    "the exit after import torch": ("import torch", "import torch, gc; gc.freeze()"),
+    "the strategies a run imports": (
+        "from dynagnn.train.strategies import STRATEGIES; list(STRATEGIES.values())",
+        "from dynagnn.train.strategies import strategy_class; strategy_class('sequential')"),
+}
 
 
-def _process_seconds(build: str) -> float:
-    code = (build.replace("[w]", "[torch.nn.Parameter(torch.ones(4))]")
-            + "; p = o.param_groups[0]['params'][0]; p.grad = torch.ones(4); o.step()")
+def _process_seconds(code: str) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True)
     return time.perf_counter() - t
@@ -57,18 +76,22 @@ def _scores(rounds: int) -> tuple[float, float, bool]:
 
 def main() -> dict:
     rounds = int(os.environ.get("DYNAGNN_BENCH_START_ROUNDS", 5))
-    times = {k: [] for k in ADAM}
+    times = {(name, side): [] for name in PAIRS for side in (0, 1)}
     for _ in range(rounds):
-        for k, build in ADAM.items():
-            times[k].append(_process_seconds(build))
-    adam = {k: statistics.median(v) for k, v in times.items()}
+        for name, codes in PAIRS.items():
+            for side, code in enumerate(codes):
+                times[(name, side)].append(_process_seconds(code))
+    med = {k: statistics.median(v) for k, v in times.items()}
     whole, blocks, equal = _scores(rounds)
     print(f"\n== start and evaluation (issue 48): medians of {rounds} interleaved rounds")
-    print(f"  a process building and stepping Adam: torch's {adam['torch']:.2f} s, the trainer's "
-          f"{adam['dynagnn']:.2f} s ({adam['torch'] - adam['dynagnn']:+.2f} s saved, {adam['torch'] / adam['dynagnn']:.2f}x)")
+    print("  a process, launch to exit        before    after   saved")
+    for name in PAIRS:
+        before, after = med[(name, 0)], med[(name, 1)]
+        print(f"  {name:<38} {before:6.2f} s {after:6.2f} s {before - after:+6.2f} s ({before / after:.2f}x)")
     print(f"  link scores of {POSITIVES * 21:,} pairs: one product {whole * 1e3:.0f} ms, in blocks {blocks * 1e3:.0f} ms "
           f"({whole / blocks:.2f}x; scores equal: {equal})")
-    return {"adam_seconds": adam, "scores_whole_s": whole, "scores_blocks_s": blocks, "scores_equal": equal}
+    return {"process_seconds": {name: (med[(name, 0)], med[(name, 1)]) for name in PAIRS},
+            "scores_whole_s": whole, "scores_blocks_s": blocks, "scores_equal": equal}
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ ingest, ``dynagnn.from_pyg`` keeps what a PyTorch Geometric object holds, and ``
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import numpy as np
@@ -29,7 +28,7 @@ from dynagnn.cli import main
 from dynagnn.errors import ConfigError, DynagnnError, InputError
 from tests.models.plugin_cells import GRUCell
 from tests.testing.stores import small_store
-from tests.testing.limits import PROCESS_HANG_S
+from tests.testing.fresh import fresh_python
 
 TINY = {"epochs": 2, "hidden": 8, "window": 2}
 # the tests that compare two runs' numbers name the strategy: auto (fit's default) times its candidates, and
@@ -384,8 +383,7 @@ def test_import_dynagnn_imports_no_torch():
     code = ("import sys, dynagnn; assert 'torch' not in sys.modules, 'torch'; f = dynagnn.fit; "
             "assert 'torch' not in sys.modules, 'torch after fit'; dynagnn.open_store; "
             "assert 'torch' not in sys.modules, 'torch after open_store'; print(sorted(dynagnn.__all__))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert out.returncode == 0, out.stderr
-    assert "fit" in out.stdout and "from_pyg" in out.stdout
+    out = fresh_python(code)
+    assert "fit" in out and "from_pyg" in out
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
         dynagnn.nonesuch

@@ -16,7 +16,7 @@ from pathlib import Path
 from dynagnn.analysis.stage import ANALYSES, AnalysisOptions
 from dynagnn.config import load_schema
 from dynagnn.models import ALL_MODELS, MODELS
-from tests.testing.limits import PROCESS_HANG_S
+from tests.testing.fresh import fresh_python
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,8 +125,6 @@ def test_catalog_option_schemas_are_the_classes():
 def test_commands_that_only_read_import_no_torch():
     """The CLI's parse and --help, check-config and the workflow's run planning know the strategies and
     models from the catalog: a fresh interpreter running them never imports torch."""
-    import subprocess
-    import sys
 
     code = ("import sys, contextlib, io\n"
             "from dynagnn.cli import main\n"
@@ -140,16 +138,13 @@ def test_commands_that_only_read_import_no_torch():
             f"runs = train_runs(load_config({str(ROOT / 'config.yaml')!r}))\n"
             "assert runs, 'the default config trains nothing'\n"
             "print(sorted(m for m in ('torch', 'pandas', 'matplotlib') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+    out = fresh_python(code)
+    assert out.strip().splitlines()[-1] == "[]", out
 
 
 def test_a_plugin_model_path_whose_module_is_missing_is_refused_without_torch():
     """check-config finds a user's model module without importing it (nor torch): a misspelt one is one
     line; a built-in name or a findable module passes."""
-    import subprocess
-    import sys
 
     code = ("import sys\n"
             "from dynagnn.api.runs import validate\n"
@@ -160,9 +155,7 @@ def test_a_plugin_model_path_whose_module_is_missing_is_refused_without_torch():
             "    validate({**base, 'train': {'model': 'no_such_pkg.cells:Cell'}})\n"
             "except ConfigError as e:\n"
             "    print('refused', 'module no_such_pkg.cells does not import' in str(e), 'torch' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["refused", "True", "False"]
+    assert fresh_python(code).split() == ["refused", "True", "False"]
 
 
 def test_registering_dropping_and_registering_again():

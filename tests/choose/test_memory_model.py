@@ -14,6 +14,7 @@ from dynagnn.train.run_config import TrainConfig
 from tests.testing.devices import DEVICES
 
 from tests.testing.stores import small_store
+from tests.testing.fresh import fresh_python
 from tests.testing.limits import PROCESS_HANG_S
 
 
@@ -228,13 +229,10 @@ def test_released_free_pages_are_no_longer_resident():
     served from them later would look touched; handed back, they are not. In a fresh interpreter:
     in a test worker other threads' allocations may take the freed block first."""
     import platform
-    import subprocess
-    import sys
 
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         pytest.skip("not glibc")
-    out = subprocess.run([sys.executable, "-c", RELEASED], capture_output=True, text=True, timeout=PROCESS_HANG_S, check=True)
-    written, freed, released = map(float, out.stdout.split())
+    written, freed, released = map(float, fresh_python(RELEASED).split())
     assert written == 1.0 and freed > 0.9 and released < 0.1
 
 

@@ -1,8 +1,6 @@
 """The training engine: deterministic, equal under its optimisations, safe on failure."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -13,7 +11,7 @@ from dynagnn.cli import main
 from dynagnn.data.store import open_store
 from dynagnn.errors import ConfigError
 from dynagnn.train.engine import TrainConfig, Trainer, TrainingError, train
-from tests.testing.limits import PROCESS_HANG_S
+from tests.testing.fresh import fresh_python
 
 FAST = dict(hidden=6, window=3, epochs=3, patience=10)
 
@@ -95,9 +93,7 @@ def test_a_cli_run_loads_neither_the_compiler_stack_nor_matplotlib(link_store, t
             f"for extra in {runs!r}:\n"
             f"    assert main(['-q', 'train', {str(link_store)!r}, '--epochs', '1', '--hidden', '4', *extra]) == 0\n"
             "print('torch._dynamo' in sys.modules, 'matplotlib' in sys.modules)")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert got.returncode == 0, got.stderr[-2000:]
-    assert got.stdout.split() == ["False", "False"]
+    assert fresh_python(code).split() == ["False", "False"]
     assert (tmp_path / "auto" / "auto.json").exists() and not (tmp_path / "named" / "training.png").exists()
 
 

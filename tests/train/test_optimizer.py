@@ -2,15 +2,13 @@
 for step, without torch's compiler stack."""
 
 import copy
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from dynagnn.train import optimizer
 from dynagnn.train.optimizer import Adam
-from tests.testing.limits import PROCESS_HANG_S
+from tests.testing.fresh import fresh_python
 
 
 @pytest.fixture
@@ -64,9 +62,7 @@ def test_building_and_stepping_it_leaves_the_compiler_stack_unloaded():
     code = ("import sys, torch; from dynagnn.train.optimizer import Adam; w = torch.nn.Parameter(torch.ones(3)); "
             "o = Adam([w]); w.grad = torch.ones(3); o.step(); o.zero_grad(); o.load_state_dict(o.state_dict()); "
             "print('torch._dynamo' in sys.modules)")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert got.returncode == 0, got.stderr
-    assert got.stdout.strip() == "False"
+    assert fresh_python(code).strip() == "False"
 
 
 @pytest.mark.parametrize("loaded", [False, True])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.testing.fresh import fresh_python
 from tests.testing.limits import PROCESS_HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,9 +82,7 @@ def test_papers_config_every_figure_has_a_rule_and_a_caption(tmp_path):
     for paper, figures in EXPECTED.items():
         for fig in figures:
             assert f"results/papers/{fig}" in made, f"{paper}: no job makes {fig}"
-    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=wd, env=env, capture_output=True, text=True, timeout=PROCESS_HANG_S)
-    assert probe.returncode == 0, probe.stderr[-3000:]
-    rules = json.loads(probe.stdout.split("PROBE", 1)[1])
+    rules = json.loads(fresh_python(PROBE, cwd=wd, env=env).split("PROBE", 1)[1])
     figures = [(o, rule) for o, rule in made.items() if o.endswith((".png", ".html"))]
     assert len(figures) > 30
     for out, rule in figures:
